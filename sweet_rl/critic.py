@@ -4,21 +4,27 @@
 
 # %% ../nbs/07_critic.ipynb #17e31e84
 from __future__ import annotations
-import random
+import copy, random, re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
 
-from .core import Config, stable_id
+from transformers import Trainer
+
+from .core import Config, seed_everything, stable_id, write_jsonl
 from .data import detect_kind
-from .models import EncodedConversations, encode_conversations, per_turn, token_logprobs
+from .models import EncodedConversations, _causal_lm, encode_conversations, load_model, make_backend, SamplingParams, per_turn, token_logprobs
 
 # %% auto #0
-__all__ = ['NORMALIZATIONS', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_INFO', 'token_log_ratio', 'turn_advantages', 'trajectory_score',
-           'bt_loss', 'agent_nll', 'CriticLoss', 'critic_loss', 'PairConfig', 'is_success', 'make_pairs',
-           'training_info', 'critic_messages', 'encode_critic_inputs', 'critic_logprobs']
+__all__ = ['NORMALIZATIONS', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_INFO', 'HEADS', 'JUDGE_PROMPT', 'token_log_ratio',
+           'turn_advantages', 'trajectory_score', 'bt_loss', 'agent_nll', 'CriticLoss', 'critic_loss', 'PairConfig',
+           'is_success', 'make_pairs', 'training_info', 'critic_messages', 'encode_critic_inputs', 'critic_logprobs',
+           'candidate_inputs', 'score_candidates_full', 'score_candidates', 'CriticConfig', 'pool_turns', 'HeadModel',
+           'CriticCollator', 'CriticTrainer', 'training_examples', 'Critic', 'train_critic', 'synthetic_trajectories',
+           'parse_verdict', 'JudgeScorer']
 
 # %% ../nbs/07_critic.ipynb #a612ea40
 NORMALIZATIONS = ('paper', 'release', 'none')
@@ -205,3 +211,558 @@ def critic_logprobs(model, # a peft model (LoRA critic), or any causal LM when `
             with model.disable_adapter(): ref = token_logprobs(model, ids, mask)
         else: raise ValueError("model has no adapter to disable; pass ref_model (a frozen copy of the initial critic)")
     return policy, ref
+
+# %% ../nbs/07_critic.ipynb #dc6be63e
+def _advantage_of_last_turn(ratio:torch.Tensor, # [N, S] log-ratio of each candidate token (0 elsewhere)
+                            mask:torch.Tensor, # [N, S] True for the candidate's agent tokens
+                            history_count:int, # agent tokens of the shared history (for `release`)
+                            normalization:str) -> torch.Tensor:
+    n = mask.sum(-1).to(ratio.dtype)
+    total = (ratio * mask).sum(-1)
+    if normalization == 'paper': return total / n.clamp(min=1)
+    if normalization == 'none': return total
+    return total / (n + history_count).clamp(min=1)
+
+def _forward(model, ids, mask, cache=None, logits_to_keep=0):
+    out = model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True, logits_to_keep=logits_to_keep)
+    return out.logits.float(), out.past_key_values
+
+def _gather_lp(logits:torch.Tensor, targets:torch.Tensor) -> torch.Tensor:
+    return logits.log_softmax(-1).gather(-1, targets[..., None]).squeeze(-1)
+
+class _Reference:
+    "Run `fn` under the frozen reference: `ref_model`, or `model` with its adapter disabled."
+    def __init__(self, model, ref_model=None):
+        if ref_model is None and not hasattr(model, 'disable_adapter'):
+            raise ValueError("model has no adapter to disable; pass ref_model (a frozen copy of the initial critic)")
+        self.model, self.ref_model = model, ref_model
+    def __call__(self, fn):
+        if self.ref_model is not None: return fn(self.ref_model)
+        with self.model.disable_adapter(): return fn(self.model)
+
+# %% ../nbs/07_critic.ipynb #01c70e78
+def candidate_inputs(tokenizer, task:dict, # the task, with its training-time information
+                     history:Sequence[dict], # dialogue so far: {role, content} messages, ending before the agent's turn
+                     candidates:Sequence[str], # N candidate next agent messages
+                     use_hidden_info:bool=True, template:str|None=None,
+                     max_length:int|None=None) -> tuple[EncodedConversations, int]:
+    "Encoded critic inputs `context + candidate` for every candidate, and the index of the candidates' agent turn."
+    if isinstance(candidates, str) or not candidates: raise ValueError("candidates must be a non-empty list of strings")
+    bad = [i for i, c in enumerate(candidates) if not isinstance(c, str)]
+    if bad: raise ValueError(f"candidate {bad[0]}: expected a string, got {type(candidates[bad[0]]).__name__}")
+    history = [{'role': m['role'], 'content': m['content']} for m in history]
+    if history and history[-1]['role'] == 'assistant':
+        raise ValueError("history ends with an agent message; the candidates are the agent's next turn")
+    base = critic_messages({'task': task, 'dialogue_history': history}, use_hidden_info, template)
+    convs = [base + [{'role': 'assistant', 'content': c}] for c in candidates]
+    batch = encode_conversations(tokenizer, convs, max_length=max_length)
+    return batch, sum(m['role'] == 'assistant' for m in history)
+
+def score_candidates_full(model, tokenizer, task:dict, history:Sequence[dict], candidates:Sequence[str],
+                          use_hidden_info:bool=True, normalization:str='paper', template:str|None=None,
+                          ref_model=None, batch_size:int=16) -> torch.Tensor:
+    "Advantage of each candidate, each scored on its own full sequence (the slow reference path), `[N]`."
+    _check_normalization(normalization)
+    enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template)
+    out = []
+    with torch.inference_mode():
+        for s in range(0, len(candidates), batch_size):
+            b = EncodedConversations(*(x[s:s + batch_size] for x in enc))
+            pol, ref = critic_logprobs(model, b, ref_model)
+            out.append(turn_advantages(pol, ref, b.turn_index.to(pol.device), normalization, num_turns=k + 1)[:, k])
+    return torch.cat(out).cpu()
+
+# %% ../nbs/07_critic.ipynb #dd193c6f
+def _context_length(enc:EncodedConversations, k:int) -> int:
+    "Length of the token prefix shared by every candidate row and ending before the first candidate token."
+    starts = [int((row == k).nonzero()[0]) for row in enc.turn_index]
+    P = min(starts)
+    same = (enc.input_ids[:, :P] == enc.input_ids[:1, :P]).all(0)
+    if not bool(same.all()): P = int((~same).nonzero()[0])
+    return P
+
+def score_candidates(model, # critic: a peft model (reference = adapter disabled) or any causal LM with `ref_model`
+                     tokenizer, task:dict, # the task, with its training-time information
+                     history:Sequence[dict], # dialogue so far, ending before the agent's next turn
+                     candidates:Sequence[str], # N candidate next agent messages
+                     use_hidden_info:bool=True, # the critic reads the training-time information
+                     normalization:str='paper', # 'paper', 'release' or 'none' (as in training)
+                     template:str|None=None, # critic first-message template
+                     ref_model=None, # separate frozen reference (full fine-tuning)
+                     batch_size:int=16, # candidates per forward pass
+                    ) -> torch.Tensor:
+    "Advantage A_θ(o_t, a, c) of each candidate action `a`, `[N]`; the shared context is run once per model."
+    _check_normalization(normalization)
+    enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template)
+    P = _context_length(enc, k)
+    if P < 1: return score_candidates_full(model, tokenizer, task, history, candidates, use_hidden_info,
+                                           normalization, template, ref_model, batch_size)
+    dev = next(model.parameters()).device
+    history_count = int((enc.turn_index[0, :P] >= 0).sum())
+    ctx_ids = enc.input_ids[:1, :P].to(dev)
+    reference = _Reference(model, ref_model)
+    with torch.inference_mode():
+        ctx = {'policy': _forward(model, ctx_ids, torch.ones_like(ctx_ids), logits_to_keep=1)}
+        ctx['ref'] = reference(lambda m: _forward(m, ctx_ids, torch.ones_like(ctx_ids), logits_to_keep=1))
+        scores = []
+        for s in range(0, len(candidates), batch_size):
+            ids, am, turn = (x[s:s + batch_size] for x in enc)
+            lens = am.sum(-1)
+            S = int(lens.max()) - P
+            suffix, n = ids[:, P:P + S].to(dev), ids.shape[0]
+            mask = torch.cat([torch.ones(n, P, dtype=am.dtype), am[:, P:P + S]], 1).to(dev)
+            lp = {}
+            for name in ('policy', 'ref'):
+                last, cache = ctx[name]
+                cache = copy.deepcopy(cache); cache.batch_repeat_interleave(n)
+                run = lambda m: _forward(m, suffix, mask, cache)[0]
+                logits = run(model) if name == 'policy' else reference(run)
+                first = _gather_lp(last[:, -1].expand(n, -1), suffix[:, 0])  # the context's last logit predicts token P
+                lp[name] = torch.cat([first[:, None], _gather_lp(logits[:, :-1], suffix[:, 1:])], 1)
+            tmask = (turn[:, P:P + S] == k).to(dev)
+            scores.append(_advantage_of_last_turn(lp['policy'] - lp['ref'], tmask, history_count, normalization))
+    return torch.cat(scores).cpu()
+
+# %% ../nbs/07_critic.ipynb #6857c499
+HEADS = ('sweet', 'regression', 'value')
+
+@dataclass
+class CriticConfig(Config):
+    "What the critic is and how it is trained (defaults: smoke scale on CPU; Table 5 values in comments)."
+    model:str='smollm2-135m' # preset, local folder or cached hub id of the critic backbone
+    head:str='sweet' # 'sweet' (Eq. 3), 'regression' (BT on a scalar head) or 'value' (success classifier)
+    use_hidden_info:bool=True # the critic reads the reference code / page
+    normalization:str='paper' # 'paper', 'release' or 'none' (SWEET head only)
+    template:str|None=None # critic first-message template (None: `CRITIC_PROMPT` / `CRITIC_PROMPT_NO_INFO`)
+    lora:bool=True # LoRA adapter (reference = adapter disabled); False: full fine-tuning with a frozen copy
+    lora_r:int=16
+    lora_alpha:int=32
+    lora_targets:list|None=None # module names (None: attention and MLP projections)
+    dtype:str='auto' # 'auto', 'float32', 'bfloat16'
+    lr:float=1e-4 # paper: 2e-7 for full fine-tuning of 8B models
+    beta:float=0.1 # β of Eq. 2 (paper 0.1)
+    nll_coef:float=0.01 # NLL coefficient (paper 0.01)
+    epochs:float=2 # paper: 4 backend, 8 frontend
+    batch_size:int=4 # pairs (or trajectories, value head) per device step
+    grad_accum:int=2 # global batch = batch_size x processes x grad_accum (paper: 8)
+    warmup_ratio:float=0.1
+    weight_decay:float=0.0
+    max_length:int=4096 # refuse longer critic inputs
+    save_steps:int=50
+    save_total_limit:int=2
+    logging_steps:int=1
+    seed:int=0
+
+    def __post_init__(self):
+        if self.head not in HEADS: raise ValueError(f"head must be one of {HEADS}, got {self.head!r}")
+        _check_normalization(self.normalization)
+        for f in ('lr', 'epochs', 'batch_size', 'grad_accum'):
+            if not getattr(self, f) > 0: raise ValueError(f"{f} must be positive, got {getattr(self, f)!r}")
+        if self.lora_targets is None:
+            self.lora_targets = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']
+
+# %% ../nbs/07_critic.ipynb #b9f296f2
+def _decoder(model):
+    "The decoder stack (returns hidden states) of a causal LM, through PEFT wrappers."
+    return _causal_lm(model).base_model
+
+def pool_turns(hidden:torch.Tensor, # [B, T, H] hidden states
+               turn_index:torch.Tensor, # [B, T] agent turn of each token, -1 elsewhere
+               num_turns:int|None=None) -> tuple[torch.Tensor, torch.Tensor]:
+    "Mean hidden state of each turn `[B, K, H]` and token counts `[B, K]`."
+    k = int(turn_index.max()) + 1 if num_turns is None else num_turns
+    onehot = F.one_hot((turn_index + 1).clamp(min=0).long(), max(k, 0) + 1)[..., 1:].to(hidden.dtype)  # [B, T, K]
+    counts = onehot.sum(1)
+    return torch.einsum('btk,bth->bkh', onehot, hidden) / counts.clamp(min=1)[..., None], counts
+
+class HeadModel(torch.nn.Module):
+    "A causal-LM backbone (LoRA or full) with a scalar head on turn-pooled last hidden states."
+    def __init__(self, backbone, hidden_size:int):
+        super().__init__()
+        self.backbone, self.head = backbone, torch.nn.Linear(hidden_size, 1)
+        torch.nn.init.zeros_(self.head.weight); torch.nn.init.zeros_(self.head.bias)  # starts at 0: no preference
+
+    def turn_values(self, input_ids, attention_mask, turn_index, num_turns:int|None=None) -> torch.Tensor:
+        "Scalar of every agent turn, `[B, K]` (0 for turns without tokens)."
+        hidden = _decoder(self.backbone)(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        pooled, counts = pool_turns(hidden.float(), turn_index, num_turns)
+        return self.head(pooled).squeeze(-1) * (counts > 0)
+
+    def forward(self, input_ids, attention_mask, turn_index):
+        return self.turn_values(input_ids, attention_mask, turn_index)
+
+# %% ../nbs/07_critic.ipynb #38a366b4
+@dataclass
+class CriticCollator:
+    "Tokenize pairs (`{chosen, rejected}`) or labelled trajectories (`{trajectory, label}`) into critic inputs."
+    tokenizer:object
+    use_hidden_info:bool=True
+    template:str|None=None
+    max_length:int|None=None
+
+    def _enc(self, trajs, prefix):
+        e = encode_critic_inputs(self.tokenizer, trajs, self.use_hidden_info, self.template, self.max_length)
+        return {f'{prefix}input_ids': e.input_ids, f'{prefix}attention_mask': e.attention_mask, f'{prefix}turn_index': e.turn_index}
+
+    def __call__(self, examples:list[dict]) -> dict:
+        if 'trajectory' in examples[0]:
+            out = self._enc([x['trajectory'] for x in examples], '')
+            out['labels'] = torch.tensor([float(x['label']) for x in examples])
+            return out
+        return {**self._enc([x['chosen'] for x in examples], 'chosen_'), **self._enc([x['rejected'] for x in examples], 'rejected_')}
+
+def _stack_padded(a:torch.Tensor, b:torch.Tensor, value) -> torch.Tensor:
+    T = max(a.shape[1], b.shape[1])
+    return torch.cat([F.pad(a, (0, T - a.shape[1]), value=value), F.pad(b, (0, T - b.shape[1]), value=value)])
+
+def _pair_batch(inputs:dict, pad_id:int):
+    "Chosen and rejected rows in one right-padded batch: `(ids, mask, turn, n_chosen)`."
+    ids = _stack_padded(inputs['chosen_input_ids'], inputs['rejected_input_ids'], pad_id)
+    mask = _stack_padded(inputs['chosen_attention_mask'], inputs['rejected_attention_mask'], 0)
+    turn = _stack_padded(inputs['chosen_turn_index'], inputs['rejected_turn_index'], -1)
+    return ids, mask, turn, inputs['chosen_input_ids'].shape[0]
+
+# %% ../nbs/07_critic.ipynb #de17df76
+def _unwrap(model): return model.module if hasattr(model, 'module') else model
+
+def _policy_logprobs(model, ids, mask):
+    "Per-token log-probs with gradients; through the wrapper when training is distributed (DDP/FSDP/DeepSpeed)."
+    if hasattr(model, 'module'):
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+        return F.pad(logits.log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1), (1, 0))
+    return token_logprobs(model, ids, mask)
+
+def _ref_logprobs(model, ids, mask, ref_model=None):
+    with torch.no_grad():
+        if ref_model is not None: return token_logprobs(ref_model, ids, mask)
+        m = _unwrap(model)
+        if not hasattr(m, 'disable_adapter'):
+            raise ValueError("model has no adapter to disable; pass ref_model (a frozen copy of the initial critic)")
+        with m.disable_adapter(): return token_logprobs(m, ids, mask)
+
+class CriticTrainer(Trainer):
+    "🤗 `Trainer` with the critic objectives; logs pair accuracy (and the loss terms) beside the loss."
+    def __init__(self, *args, critic_config:CriticConfig, ref_model=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.critic_config, self.ref_model, self._stats = critic_config, ref_model, {}
+        self.loss_is_scaled_for_ga = False  # our loss is a mean per micro-batch: divide by accumulation steps
+
+    def _note(self, **values):
+        for k, v in values.items(): self._stats.setdefault(k, []).append(float(v))
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        cfg = self.critic_config
+        if cfg.head == 'value':
+            values = model(inputs['input_ids'], inputs['attention_mask'], inputs['turn_index'])
+            turns = per_turn(torch.zeros_like(inputs['turn_index'], dtype=values.dtype), inputs['turn_index'],
+                             values.shape[1]).counts > 0
+            labels = inputs['labels'][:, None].expand_as(values).to(values.dtype)
+            loss = F.binary_cross_entropy_with_logits(values[turns], labels[turns])
+            self._note(bce=loss.item(), accuracy=((values[turns] > 0) == (labels[turns] > 0.5)).float().mean().item())
+            return (loss, values) if return_outputs else loss
+        ids, mask, turn, B = _pair_batch(inputs, self.processing_class.pad_token_id)
+        if cfg.head == 'regression':
+            scores = model(ids, mask, turn).sum(-1)
+            s_pos, s_neg = scores[:B], scores[B:]
+            loss = bt = bt_loss(s_pos, s_neg, cfg.beta)
+            self._note(bt=bt.item(), accuracy=(s_pos > s_neg).float().mean().item())
+            return (loss, scores) if return_outputs else loss
+        pol, ref = _policy_logprobs(model, ids, mask), _ref_logprobs(model, ids, mask, self.ref_model)
+        out = critic_loss(pol[:B], ref[:B], turn[:B], pol[B:], ref[B:], turn[B:], cfg.beta, cfg.nll_coef, cfg.normalization)
+        self._note(bt=out.bt.item(), nll=out.nll.item(), accuracy=out.accuracy.item(),
+                   margin=(out.chosen_scores - out.rejected_scores).mean().item())
+        return (out.loss, out) if return_outputs else out.loss
+
+    def log(self, logs:dict, *args, **kwargs):
+        if 'loss' in logs and self._stats:
+            logs.update({k: round(sum(v) / len(v), 6) for k, v in self._stats.items()}); self._stats = {}
+        super().log(logs, *args, **kwargs)
+
+    def _save(self, output_dir=None, state_dict=None):
+        if isinstance(_unwrap(self.model), HeadModel) and state_dict is None:  # trainable weights only (LoRA + head)
+            m = _unwrap(self.model)
+            keep = {n for n, p in m.named_parameters() if p.requires_grad}
+            state_dict = {k: v.detach().cpu().contiguous() for k, v in m.state_dict().items() if k in keep}
+        super()._save(output_dir, state_dict)
+
+# %% ../nbs/07_critic.ipynb #1949cd59
+def training_examples(trajectories:Sequence, head:str='sweet', pair_config:PairConfig|None=None) -> list[dict]:
+    "Pairs `{chosen, rejected}` (BT heads) or labelled trajectories `{trajectory, label}` (value head)."
+    if head not in HEADS: raise ValueError(f"head must be one of {HEADS}, got {head!r}")
+    if head != 'value': return make_pairs(trajectories, pair_config)
+    thr = (pair_config or PairConfig()).success_threshold
+    out = []
+    for i, t in enumerate(trajectories):
+        r = _as_record(t); _reward(r, i)
+        out.append({'trajectory': r, 'label': float(is_success(r, thr))})
+    return out
+
+class _Examples(torch.utils.data.Dataset):
+    def __init__(self, rows): self.rows = list(rows)
+    def __len__(self): return len(self.rows)
+    def __getitem__(self, i): return self.rows[i]
+
+# %% ../nbs/07_critic.ipynb #1eae742b
+class Critic:
+    "A critic of any head: scores candidate actions (`score`) and whole trajectories; saves and loads."
+    def __init__(self, model, tokenizer, config:CriticConfig, ref_model=None):
+        self.model, self.tokenizer, self.config, self.ref_model = model, tokenizer, config, ref_model
+
+    @classmethod
+    def build(cls, config:CriticConfig|None=None, device:str|None=None) -> 'Critic':
+        "A fresh critic: the backbone with a new LoRA adapter (or trainable weights), and a zero head if any."
+        from peft import LoraConfig, get_peft_model
+        cfg = config or CriticConfig()
+        seed_everything(cfg.seed)
+        backbone, tok = load_model(cfg.model, dtype=cfg.dtype, device=device)
+        ref = None
+        if cfg.lora:
+            backbone = get_peft_model(backbone, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
+                                                           target_modules=list(cfg.lora_targets)))
+        elif cfg.head == 'sweet':  # full fine-tuning: a frozen copy is the reference
+            ref = load_model(cfg.model, dtype=cfg.dtype, device=device)[0].requires_grad_(False)
+        model = backbone
+        if cfg.head != 'sweet':
+            model = HeadModel(backbone, _causal_lm(backbone).config.get_text_config().hidden_size).to(backbone.device)
+        return cls(model.train(False), tok, cfg, ref)
+
+    @property
+    def device(self): return next(self.model.parameters()).device
+
+    # --------------------------------------------------------------- whole trajectories
+    def encode(self, trajectories:Sequence) -> EncodedConversations:
+        c = self.config
+        return encode_critic_inputs(self.tokenizer, trajectories, c.use_hidden_info, c.template, c.max_length)
+
+    def turn_scores(self, trajectories:Sequence, batch_size:int=8) -> list[torch.Tensor]:
+        "Score of every agent turn of each trajectory: A_θ (sweet), head value (regression), success logit (value)."
+        out = []
+        with torch.inference_mode():
+            for s in range(0, len(trajectories), batch_size):
+                b = self.encode(trajectories[s:s + batch_size])
+                dev = self.device
+                if self.config.head == 'sweet':
+                    pol, ref = critic_logprobs(self.model, b, self.ref_model)
+                    vals = turn_advantages(pol, ref, b.turn_index.to(dev), self.config.normalization)
+                else: vals = self.model.turn_values(b.input_ids.to(dev), b.attention_mask.to(dev), b.turn_index.to(dev))
+                k = (b.turn_index.max(-1).values + 1).tolist()
+                out += [v[:n].float().cpu() for v, n in zip(vals, k)]
+        return out
+
+    def trajectory_scores(self, trajectories:Sequence, batch_size:int=8) -> torch.Tensor:
+        "One score per trajectory: Σ_t of turn scores (BT heads), or the last turn's success logit (value head)."
+        turns = self.turn_scores(trajectories, batch_size)
+        if self.config.head == 'value': return torch.stack([t[-1] if len(t) else t.new_zeros(()) for t in turns])
+        return torch.stack([t.sum() for t in turns])
+
+    def pair_accuracy(self, pairs:Sequence[dict], batch_size:int=8) -> dict:
+        "Share of pairs whose chosen trajectory scores higher (ties count one half), with the mean margin."
+        if not pairs: raise ValueError("no pairs to evaluate")
+        pos = self.trajectory_scores([p['chosen'] for p in pairs], batch_size)
+        neg = self.trajectory_scores([p['rejected'] for p in pairs], batch_size)
+        wins, ties = (pos > neg).float(), (pos == neg).float()
+        return {'pair_accuracy': float((wins + 0.5 * ties).mean()), 'ties': float(ties.mean()),
+                'margin': float((pos - neg).mean()), 'n_pairs': len(pairs)}
+
+    # --------------------------------------------------------------- candidate actions (shared-context cache)
+    def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str], batch_size:int=16) -> torch.Tensor:
+        "Score of each candidate next action after `history`, `[N]`; higher is better."
+        c = self.config
+        if c.head == 'sweet':
+            return score_candidates(self.model, self.tokenizer, task, history, candidates, c.use_hidden_info,
+                                    c.normalization, c.template, self.ref_model, batch_size)
+        return _score_head(self.model, self.tokenizer, task, history, candidates, c.use_hidden_info, c.template,
+                           batch_size, probability=c.head == 'value')
+
+    # --------------------------------------------------------------- persistence
+    def trainable_state(self) -> dict:
+        keep = {n for n, p in self.model.named_parameters() if p.requires_grad}
+        return {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items() if k in keep}
+
+    def save(self, path) -> Path:
+        "Write `critic_config.json` and the trained weights (LoRA adapter and head, or all weights) to `path`."
+        from safetensors.torch import save_file
+        path = Path(path); path.mkdir(parents=True, exist_ok=True)
+        save_file(self.trainable_state(), str(path / 'weights.safetensors'), metadata={'format': 'pt'})
+        self.config.save(path / 'critic_config.json')
+        return path
+
+    @classmethod
+    def load(cls, path, device:str|None=None) -> 'Critic':
+        "A critic saved with `save` (rebuilt from its config, then its trained weights loaded and checked)."
+        from safetensors.torch import load_file
+        path = Path(path)
+        if not (path / 'critic_config.json').is_file() or not (path / 'weights.safetensors').is_file():
+            raise FileNotFoundError(f"{path}: not a saved critic (expected critic_config.json and weights.safetensors)")
+        critic = cls.build(CriticConfig.load(path / 'critic_config.json'), device)
+        state = load_file(str(path / 'weights.safetensors'), device=str(critic.device))
+        want = set(critic.trainable_state())
+        if set(state) != want:
+            raise ValueError(f"{path}: weights do not match the config (missing {sorted(want - set(state))[:3]}, "
+                             f"unexpected {sorted(set(state) - want)[:3]})")
+        critic.model.load_state_dict(state, strict=False)
+        return critic
+
+# %% ../nbs/07_critic.ipynb #cfe626cc
+def _score_head(model:HeadModel, tokenizer, task, history, candidates, use_hidden_info=True, template=None,
+                batch_size:int=16, probability:bool=False) -> torch.Tensor:
+    "Head value of each candidate's turn with the shared context's cache reused (sigmoid for the value head)."
+    enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template)
+    P, dev, dec = _context_length(enc, k), next(model.parameters()).device, _decoder(model.backbone)
+    out = []
+    with torch.inference_mode():
+        cache = None
+        if P > 0:
+            ctx = enc.input_ids[:1, :P].to(dev)
+            cache = dec(input_ids=ctx, attention_mask=torch.ones_like(ctx), use_cache=True).past_key_values
+        for s in range(0, len(candidates), batch_size):
+            ids, am, turn = (x[s:s + batch_size] for x in enc)
+            n, S = ids.shape[0], int(am.sum(-1).max()) - P
+            c = None
+            if cache is not None: c = copy.deepcopy(cache); c.batch_repeat_interleave(n)
+            mask = torch.cat([torch.ones(n, P, dtype=am.dtype), am[:, P:P + S]], 1).to(dev)
+            h = dec(input_ids=ids[:, P:P + S].to(dev), attention_mask=mask, past_key_values=c, use_cache=c is not None).last_hidden_state
+            pooled, _ = pool_turns(h.float(), (turn[:, P:P + S] == k).long().to(dev) - 1, 1)
+            v = model.head(pooled).squeeze(-1)[:, 0]
+            out.append(torch.sigmoid(v) if probability else v)
+    return torch.cat(out).cpu()
+
+# %% ../nbs/07_critic.ipynb #fb8ce6e9
+def _checkpoints(folder:Path) -> list[Path]:
+    return sorted(folder.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[-1])) if folder.is_dir() else []
+
+def train_critic(config:CriticConfig, # the critic and its training hyperparameters
+                 trajectories:Sequence, # offline trajectories (several per task for the BT heads)
+                 out_dir, # run folder: checkpoints/, critic/ (the result), train_log.jsonl
+                 pair_config:PairConfig|None=None, # how pairs are formed (and the success threshold)
+                 resume:bool=True, # continue from the last checkpoint; reuse a finished critic
+                 progress:bool=True, # progress bar
+                 max_steps:int=-1, # stop after this many optimizer steps (-1: `config.epochs`)
+                 device:str|None=None) -> Critic:
+    "Train a critic on offline trajectories with the 🤗 Trainer; the result is saved in `out_dir/critic`."
+    from transformers import TrainingArguments
+    out_dir = Path(out_dir)
+    done = out_dir / 'critic'
+    if resume and (done / 'weights.safetensors').is_file():
+        saved = CriticConfig.load(done / 'critic_config.json')
+        if saved.to_dict() != config.to_dict():
+            raise ValueError(f"{done} holds a critic trained with another config; use a new out_dir or resume=False")
+        return Critic.load(done, device)
+    examples = training_examples(trajectories, config.head, pair_config)
+    if not examples:
+        raise ValueError("no training examples: no task has a rollout pair whose best rollout succeeds "
+                         "(add rollouts, lower success_threshold, or set require_success=False)")
+    critic = Critic.build(config, device)
+    use_cuda = critic.device.type == 'cuda'
+    args = TrainingArguments(
+        output_dir=str(out_dir / 'checkpoints'), per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accum, learning_rate=config.lr, num_train_epochs=config.epochs,
+        max_steps=max_steps, lr_scheduler_type='cosine', warmup_steps=config.warmup_ratio,
+        weight_decay=config.weight_decay, logging_steps=config.logging_steps, save_strategy='steps',
+        save_steps=config.save_steps, save_total_limit=config.save_total_limit, seed=config.seed,
+        data_seed=config.seed, report_to='none', remove_unused_columns=False, disable_tqdm=not progress,
+        use_cpu=not use_cuda, bf16=use_cuda and torch.cuda.is_bf16_supported(), dataloader_num_workers=0)
+    collate = CriticCollator(critic.tokenizer, config.use_hidden_info, config.template, config.max_length)
+    critic.model.train()
+    trainer = CriticTrainer(model=critic.model, args=args, train_dataset=_Examples(examples), data_collator=collate,
+                            processing_class=critic.tokenizer, critic_config=config, ref_model=critic.ref_model)
+    last = _checkpoints(out_dir / 'checkpoints') if resume else []
+    trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
+    critic.model.eval()
+    write_jsonl(out_dir / 'train_log.jsonl', trainer.state.log_history)
+    critic.save(done)
+    return critic
+
+# %% ../nbs/07_critic.ipynb #505e24ad
+_SYN_VERBS = [('sorts', 'sorted(items)'), ('reverses', 'items[::-1]'), ('deduplicates', 'list(dict.fromkeys(items))'),
+              ('sums', 'sum(items)'), ('counts', 'len(items)'), ('finds the largest of', 'max(items)'),
+              ('finds the smallest of', 'min(items)'), ('squares', '[x * x for x in items]'),
+              ('doubles', '[2 * x for x in items]'), ('keeps the even numbers among', '[x for x in items if x % 2 == 0]'),
+              ('keeps the positive numbers among', '[x for x in items if x > 0]'), ('negates', '[-x for x in items]')]
+_SYN_NOUNS = ['prices', 'scores', 'ages', 'weights', 'votes', 'heights', 'distances', 'readings', 'balances', 'ratings']
+_SYN_GOOD = ['Should {name} accept an empty list, and what should it return then?',
+             'Can the {noun} contain negative numbers or duplicates?', 'What type are the {noun}: integers or floats?',
+             'Should {name} change the input list in place or return a new one?']
+_SYN_BAD = ['What is your favourite colour?', 'Did you have a nice weekend?', 'Do you like the weather today?',
+            'Have you seen any good films lately?']
+
+def synthetic_trajectories(n_tasks:int=16, # tasks, two trajectories each (one success, one failure)
+                           seed:int=0) -> list[dict]:
+    "Trajectory records whose success depends only on the first agent turn (clarifying question vs small talk)."
+    rng, out = random.Random(seed), []
+    for i in range(n_tasks):
+        (verb, expr), noun = rng.choice(_SYN_VERBS), rng.choice(_SYN_NOUNS)
+        name = f"{verb.split()[0].rstrip('s')}_{noun}_{i}"
+        task = {'problem_description': f"Write a function {name}({noun}) that {verb} the {noun}.",
+                'ground_truth': f"def {name}(items):\n    return {expr}\n", 'test_cases': {}, 'hidden_information': ''}
+        answer = f"I WANT TO ANSWER:\ndef {name}(items):\n    return {expr}\n"
+        for good in (True, False):
+            ask = rng.choice(_SYN_GOOD if good else _SYN_BAD).format(name=name, noun=noun)
+            reply = rng.choice(['Good question: lists of integers, possibly empty.', 'Integers only; empty lists happen.']
+                               if good else ['Sure, thanks for asking.', 'Ha, nice of you to ask.'])
+            out.append({'task': task, 'dialogue_history': [{'role': 'assistant', 'content': ask},
+                                                             {'role': 'user', 'content': reply},
+                                                             {'role': 'assistant', 'content': answer}],
+                        'answer': answer.split('\n', 1)[1], 'reward': float(good), 'success': good})
+    return out
+
+# %% ../nbs/07_critic.ipynb #4e61ca4f
+JUDGE_PROMPT = (
+    "You are reviewing a conversation between an AI agent and a human who wants something built. The agent will "
+    "write the final answer, and it never sees the reference answer below.\n\n"
+    "What the human wants:\n{problem_description}\n\n{reference_block}"
+    "Conversation so far:\n{dialogue}\n\n"
+    "Two candidates for the agent's next message:\n\n[AGENT 1]\n{first}\n\n[AGENT 2]\n{second}\n\n"
+    "Which message does more to help the agent reach an answer that matches what the human wants? Give one or two "
+    "sentences of reasons, then finish with exactly one of: AGENT 1 WINS, AGENT 2 WINS.")
+_VERDICT = re.compile(r'AGENTS?\s*([12])\s*WINS', re.IGNORECASE)
+
+def parse_verdict(text:str) -> int|None:
+    "0 if the judge picked the first candidate, 1 for the second, None when it gave no verdict (the last one counts)."
+    found = _VERDICT.findall(text or '')
+    return int(found[-1]) - 1 if found else None
+
+class JudgeScorer:
+    "Pairwise LLM judge: each candidate's score is the share of its comparisons it won (no verdict: half a win)."
+    def __init__(self, backend, # a generation backend (`make_backend` spec or instance)
+                 use_hidden_info:bool=True, # show the judge the reference answer (the paper's setting)
+                 max_opponents:int|None=None, # comparisons per candidate (None: full round robin)
+                 max_new_tokens:int=128, # judge reply budget
+                 reference_chars:int=6000, # the reference is cut to this many characters in the prompt
+                 template:str|None=None, # prompt with the fields of `JUDGE_PROMPT`
+                 seed:int=0):
+        self.backend, self.use_hidden_info, self.max_opponents = backend if hasattr(backend, 'generate') else make_backend(backend), use_hidden_info, max_opponents
+        self.max_new_tokens, self.reference_chars, self.template, self.seed = max_new_tokens, reference_chars, template or JUDGE_PROMPT, seed
+        self.calls = 0
+
+    def _matches(self, n:int, rng:random.Random) -> list[tuple[int, int]]:
+        pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+        if self.max_opponents is None or self.max_opponents >= n - 1: return pairs
+        chosen = set()
+        for i in range(n):
+            for j in rng.sample([j for j in range(n) if j != i], self.max_opponents): chosen.add((min(i, j), max(i, j)))
+        return sorted(chosen)
+
+    def prompt(self, task:dict, history:Sequence[dict], first:str, second:str) -> str:
+        ref = ''
+        if self.use_hidden_info: ref = f"Reference answer (hidden from the agent):\n{training_info(task)[:self.reference_chars]}\n\n"
+        dialogue = '\n\n'.join(f"{'Agent' if m['role'] == 'assistant' else 'Human'}: {m['content']}" for m in history) or '(nothing yet)'
+        return self.template.format(problem_description=task['problem_description'], reference_block=ref,
+                                    dialogue=dialogue, first=first, second=second)
+
+    def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str], batch_size:int|None=None) -> torch.Tensor:
+        "Share of won comparisons for each candidate, `[N]`."
+        n = len(candidates)
+        if n == 1: return torch.ones(1)
+        rng = random.Random(f"{self.seed}:{stable_id([task.get('problem_description'), list(history), list(candidates)])}")
+        matches = [(i, j) if rng.random() < 0.5 else (j, i) for i, j in self._matches(n, rng)]  # (shown first, second)
+        prompts = [[{'role': 'user', 'content': self.prompt(task, history, candidates[a], candidates[b])}] for a, b in matches]
+        replies = self.backend.generate(prompts, SamplingParams(max_new_tokens=self.max_new_tokens, temperature=0.0))
+        self.calls += len(prompts)
+        wins, games = torch.zeros(n), torch.zeros(n)
+        for (a, b), reply in zip(matches, replies):
+            v = parse_verdict(reply)
+            games[a] += 1; games[b] += 1
+            if v is None: wins[a] += 0.5; wins[b] += 0.5
+            else: wins[(a, b)[v]] += 1
+        return wins / games.clamp(min=1)

@@ -249,3 +249,108 @@ def test_pairs_accept_trajectory_objects_and_validate_config():
     with pytest.raises(ValueError, match='min_reward_gap'): PairConfig(min_reward_gap=-0.1)
     with pytest.raises(TypeError, match='expected a trajectory record'): make_pairs(['not a record'])
     assert PairConfig.from_dict({'max_pairs_per_task': 2}).max_pairs_per_task == 2
+
+
+# ---------------------------------------------------------------- scoring API, training, learning check
+from sweet_rl.critic import (Critic, CriticConfig, JudgeScorer, candidate_inputs, parse_verdict, score_candidates,
+                             score_candidates_full, synthetic_trajectories, train_critic)
+
+
+@pytest.fixture(scope='module')
+def perturbed_critic():
+    "A LoRA critic whose adapter is not the identity (so π_θ ≠ π_ref), float32."
+    c = Critic.build(CriticConfig(dtype='float32', lora_r=8))
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for n, p in c.model.named_parameters():
+            if 'lora_B' in n: p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+    return c
+
+
+@pytest.mark.parametrize('norm', NORMALIZATIONS)
+def test_cached_scoring_equals_uncached(perturbed_critic, norm):
+    c = perturbed_critic
+    task = {'problem_description': 'Write area(w, h) returning the area of a rectangle.',
+            'ground_truth': 'def area(w, h):\n    return w * h\n'}
+    history = [{'role': 'assistant', 'content': 'Can w or h be negative?'}, {'role': 'user', 'content': 'No, never.'}]
+    cands = ['Should the result be an int?', 'I WANT TO ANSWER:\ndef area(w, h): return w * h', ' x', '?' * 3,
+             'A much longer candidate message that goes on for a while about rectangles and their sides.']
+    fast = score_candidates(c.model, c.tokenizer, task, history, cands, normalization=norm, batch_size=2)
+    slow = score_candidates_full(c.model, c.tokenizer, task, history, cands, normalization=norm)
+    torch.testing.assert_close(fast, slow, atol=1e-4, rtol=0)
+    assert fast.abs().max() > 1e-3  # the adapter really changes the scores
+    # an empty history (the agent's first turn) works too
+    torch.testing.assert_close(score_candidates(c.model, c.tokenizer, task, [], cands[:2], normalization=norm),
+                               score_candidates_full(c.model, c.tokenizer, task, [], cands[:2], normalization=norm),
+                               atol=1e-4, rtol=0)
+
+
+def test_candidate_inputs_refuse_bad_input(tok):
+    task = {'problem_description': 'p', 'ground_truth': 'def f(): pass'}
+    with pytest.raises(ValueError, match='non-empty list'): candidate_inputs(tok, task, [], 'just a string')
+    with pytest.raises(ValueError, match='candidate 1'): candidate_inputs(tok, task, [], ['ok', 3])
+    with pytest.raises(ValueError, match='ends with an agent message'):
+        candidate_inputs(tok, task, [{'role': 'assistant', 'content': 'hi'}], ['ok'])
+
+
+def test_head_scoring_cache_matches_full_sequence(perturbed_critic):
+    "Regression/value heads: the cached candidate pooling equals pooling on each full sequence."
+    from sweet_rl.critic import HeadModel
+    c = perturbed_critic
+    hm = HeadModel(c.model, 576)
+    with torch.no_grad(): hm.head.weight.normal_(0, 0.1); hm.head.bias.fill_(0.1)
+    hc = Critic(hm, c.tokenizer, CriticConfig(head='regression', dtype='float32'))
+    task = {'problem_description': 'Write f(x).', 'ground_truth': 'def f(x): return x'}
+    history = [{'role': 'assistant', 'content': 'Any constraints?'}, {'role': 'user', 'content': 'None.'}]
+    cands = ['Is x an int?', 'I WANT TO ANSWER:\ndef f(x): return x', 'Hm']
+    fast = hc.score(task, history, cands)
+    full = torch.stack([hc.turn_scores([{'task': task, 'dialogue_history': history + [{'role': 'assistant', 'content': a}]}])[0][-1]
+                        for a in cands])
+    torch.testing.assert_close(fast, full, atol=1e-4, rtol=0)
+
+
+def test_learning_check_on_synthetic_trajectories(tmp_path):
+    """Success depends only on the first agent turn. After training on 8 tasks, the critic prefers the successful
+    trajectory of 8 unseen tasks and gives the decisive turn the higher advantage; untrained, it is at chance."""
+    train, held = synthetic_trajectories(8, seed=0), synthetic_trajectories(8, seed=1)
+    assert not {t['task']['problem_description'] for t in train} & {t['task']['problem_description'] for t in held}
+    held_pairs = make_pairs(held)
+    cfg = CriticConfig(dtype='float32', lora_r=8, lr=1e-3, epochs=3, batch_size=4, grad_accum=1, save_steps=100)
+    untrained = Critic.build(cfg).pair_accuracy(held_pairs)
+    assert untrained['pair_accuracy'] == 0.5 and untrained['ties'] == 1.0
+    critic = train_critic(cfg, train, tmp_path, progress=False)
+    acc = critic.pair_accuracy(held_pairs)
+    assert acc['pair_accuracy'] >= 0.85, acc
+    # the decisive turn (turn 0): its advantage is higher in the successful trajectory
+    chosen = critic.turn_scores([p['chosen'] for p in held_pairs])
+    rejected = critic.turn_scores([p['rejected'] for p in held_pairs])
+    decisive = sum(float(c[0]) > float(r[0]) for c, r in zip(chosen, rejected)) / len(held_pairs)
+    assert decisive >= 0.85, decisive
+    # and through the scoring API: the clarifying question beats the small talk as a first action
+    wins = 0
+    for p in held_pairs:
+        cands = [p['chosen']['dialogue_history'][0]['content'], p['rejected']['dialogue_history'][0]['content']]
+        wins += int(critic.score(p['chosen']['task'], [], cands).argmax() == 0)
+    assert wins / len(held_pairs) >= 0.75, wins
+
+
+def test_train_critic_resumes_from_checkpoint(tmp_path):
+    "An interrupted run continues from its last checkpoint, and its log keeps every step once."
+    syn = synthetic_trajectories(4, seed=3)
+    cfg = CriticConfig(dtype='float32', lora_r=4, lora_targets=['q_proj', 'v_proj'], lr=1e-3, epochs=3, batch_size=4,
+                       grad_accum=1, save_steps=1, save_total_limit=1)
+    train_critic(cfg, syn, tmp_path, progress=False, max_steps=2)
+    assert (tmp_path / 'checkpoints' / 'checkpoint-2').is_dir()
+    import shutil; shutil.rmtree(tmp_path / 'critic')  # as if the run had stopped after step 2
+    train_critic(cfg, syn, tmp_path, progress=False)
+    log = [json.loads(l) for l in (tmp_path / 'train_log.jsonl').read_text().splitlines()]
+    assert [r['step'] for r in log if 'bt' in r] == [1, 2, 3]
+    with pytest.raises(FileNotFoundError, match='not a saved critic'): Critic.load(tmp_path)
+
+
+def test_judge_scorer_round_robin_and_position_balance():
+    class FirstSlot:  # a judge that always picks the first slot, whatever it sees
+        def generate(self, convs, params=None): return ['AGENT 1 WINS'] * len(convs)
+    s = JudgeScorer(FirstSlot(), seed=1).score({'problem_description': 'x', 'ground_truth': 'y'}, [], list('abcdefgh'))
+    assert s.shape == (8,) and abs(float(s.mean()) - 0.5) < 1e-6  # every game has one winner
+    assert parse_verdict('AGENT 2 WINS ... no wait, AGENT 1 WINS') == 0
