@@ -27,12 +27,16 @@ def make_case(tok, context_tokens:int, n:int, cand_tokens:int, seed:int=0):
     history = []
     for t in range(3):
         history += [{'role': 'assistant', 'content': 'Question: ' + words(40) + '?'}, {'role': 'user', 'content': words(60)}]
-    enc, _ = candidate_inputs(tok, task, history, ['x'])
-    over = int(enc.attention_mask.sum()) - context_tokens  # trim the reference until the context is about the target
     lines = task['ground_truth'].split('\n')
-    while over > 0 and len(lines) > 2:
-        lines.pop(); over -= 12
-    task['ground_truth'] = '\n'.join(lines)
+    def size(k):  # critic-input tokens before the candidate with the first k reference lines
+        task['ground_truth'] = '\n'.join(lines[:k])
+        enc, _ = candidate_inputs(tok, task, history, ["x"])
+        return int(enc.attention_mask.sum())
+    lo, hi = 2, len(lines)  # largest k whose context stays within the target
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if size(mid) <= context_tokens else (lo, mid - 1)
+    task['ground_truth'] = '\n'.join(lines[:lo])
     cands = [' '.join(rng.choice(WORDS) for _ in range(int(cand_tokens * 0.9))) for _ in range(n)]
     return task, history, cands
 
