@@ -5,6 +5,7 @@
 # %% ../nbs/07_critic.ipynb #17e31e84
 from __future__ import annotations
 import copy, random, re
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -21,10 +22,10 @@ from .models import EncodedConversations, _causal_lm, encode_conversations, load
 # %% auto #0
 __all__ = ['NORMALIZATIONS', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_INFO', 'HEADS', 'JUDGE_PROMPT', 'token_log_ratio',
            'turn_advantages', 'trajectory_score', 'bt_loss', 'agent_nll', 'CriticLoss', 'critic_loss', 'PairConfig',
-           'is_success', 'make_pairs', 'training_info', 'critic_messages', 'encode_critic_inputs', 'critic_logprobs',
-           'candidate_inputs', 'score_candidates_full', 'score_candidates', 'CriticConfig', 'pool_turns', 'HeadModel',
-           'CriticCollator', 'CriticTrainer', 'training_examples', 'Critic', 'train_critic', 'synthetic_trajectories',
-           'parse_verdict', 'JudgeScorer']
+           'is_success', 'make_pairs', 'training_info', 'critic_messages', 'encode_critic_inputs', 'frozen_reference',
+           'critic_logprobs', 'candidate_inputs', 'score_candidates_full', 'score_candidates', 'CriticConfig',
+           'pool_turns', 'HeadModel', 'CriticCollator', 'CriticTrainer', 'training_examples', 'Critic', 'train_critic',
+           'synthetic_trajectories', 'parse_verdict', 'JudgeScorer']
 
 # %% ../nbs/07_critic.ipynb #a612ea40
 NORMALIZATIONS = ('paper', 'release', 'none')
@@ -197,6 +198,23 @@ def encode_critic_inputs(tokenizer, trajectories:Sequence,
                                 max_length=max_length)
 
 # %% ../nbs/07_critic.ipynb #6a247331
+def _unwrap(model):
+    "The model inside a distributed wrapper (DDP/FSDP/DeepSpeed), or the model itself."
+    return model.module if hasattr(model, 'module') else model
+
+@contextmanager
+def frozen_reference(model, # the critic: a peft model, possibly inside a distributed wrapper
+                     ref_model=None, # a separate frozen copy (full fine-tuning)
+                    ):
+    "Context giving the frozen reference π_ref: `ref_model`, else `model` with its LoRA adapter disabled."
+    if ref_model is not None:
+        yield ref_model
+        return
+    m = _unwrap(model)
+    if not hasattr(m, 'disable_adapter'):
+        raise ValueError("model has no adapter to disable; pass ref_model (a frozen copy of the initial critic)")
+    with m.disable_adapter(): yield m
+
 def critic_logprobs(model, # a peft model (LoRA critic), or any causal LM when `ref_model` is given
                     batch:EncodedConversations,
                     ref_model=None, # a separate frozen reference; default: `model` with its adapter disabled
@@ -205,11 +223,7 @@ def critic_logprobs(model, # a peft model (LoRA critic), or any causal LM when `
     dev = next(model.parameters()).device
     ids, mask = batch.input_ids.to(dev), batch.attention_mask.to(dev)
     policy = token_logprobs(model, ids, mask)
-    with torch.no_grad():
-        if ref_model is not None: ref = token_logprobs(ref_model, ids, mask)
-        elif hasattr(model, 'disable_adapter'):
-            with model.disable_adapter(): ref = token_logprobs(model, ids, mask)
-        else: raise ValueError("model has no adapter to disable; pass ref_model (a frozen copy of the initial critic)")
+    with torch.no_grad(), frozen_reference(model, ref_model) as ref_lm: ref = token_logprobs(ref_lm, ids, mask)
     return policy, ref
 
 # %% ../nbs/07_critic.ipynb #dc6be63e
@@ -230,15 +244,6 @@ def _forward(model, ids, mask, cache=None, logits_to_keep=0):
 def _gather_lp(logits:torch.Tensor, targets:torch.Tensor) -> torch.Tensor:
     return logits.log_softmax(-1).gather(-1, targets[..., None]).squeeze(-1)
 
-class _Reference:
-    "Run `fn` under the frozen reference: `ref_model`, or `model` with its adapter disabled."
-    def __init__(self, model, ref_model=None):
-        if ref_model is None and not hasattr(model, 'disable_adapter'):
-            raise ValueError("model has no adapter to disable; pass ref_model (a frozen copy of the initial critic)")
-        self.model, self.ref_model = model, ref_model
-    def __call__(self, fn):
-        if self.ref_model is not None: return fn(self.ref_model)
-        with self.model.disable_adapter(): return fn(self.model)
 
 # %% ../nbs/07_critic.ipynb #01c70e78
 def candidate_inputs(tokenizer, task:dict, # the task, with its training-time information
@@ -300,23 +305,22 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
     dev = next(model.parameters()).device
     history_count = int((enc.turn_index[0, :P] >= 0).sum())
     ctx_ids = enc.input_ids[:1, :P].to(dev)
-    reference = _Reference(model, ref_model)
+    runs = {'policy': lambda: nullcontext(model), 'ref': lambda: frozen_reference(model, ref_model)}
     with torch.inference_mode():
-        ctx = {'policy': _forward(model, ctx_ids, torch.ones_like(ctx_ids), logits_to_keep=1)}
-        ctx['ref'] = reference(lambda m: _forward(m, ctx_ids, torch.ones_like(ctx_ids), logits_to_keep=1))
+        ctx = {}
+        for name, enter in runs.items():
+            with enter() as lm: ctx[name] = _forward(lm, ctx_ids, torch.ones_like(ctx_ids), logits_to_keep=1)
         scores = []
         for s in range(0, len(candidates), batch_size):
             ids, am, turn = (x[s:s + batch_size] for x in enc)
-            lens = am.sum(-1)
-            S = int(lens.max()) - P
+            S = int(am.sum(-1).max()) - P
             suffix, n = ids[:, P:P + S].to(dev), ids.shape[0]
             mask = torch.cat([torch.ones(n, P, dtype=am.dtype), am[:, P:P + S]], 1).to(dev)
             lp = {}
-            for name in ('policy', 'ref'):
+            for name, enter in runs.items():
                 last, cache = ctx[name]
                 cache = copy.deepcopy(cache); cache.batch_repeat_interleave(n)
-                run = lambda m: _forward(m, suffix, mask, cache)[0]
-                logits = run(model) if name == 'policy' else reference(run)
+                with enter() as lm: logits = _forward(lm, suffix, mask, cache)[0]
                 first = _gather_lp(last[:, -1].expand(n, -1), suffix[:, 0])  # the context's last logit predicts token P
                 lp[name] = torch.cat([first[:, None], _gather_lp(logits[:, :-1], suffix[:, 1:])], 1)
             tmask = (turn[:, P:P + S] == k).to(dev)
@@ -347,7 +351,7 @@ class CriticConfig(Config):
     grad_accum:int=2 # global batch = batch_size x processes x grad_accum (paper: 8)
     warmup_ratio:float=0.1
     weight_decay:float=0.0
-    max_length:int=4096 # refuse longer critic inputs
+    max_length:int|None=4096 # refuse longer critic inputs (None: no limit)
     save_steps:int=50
     save_total_limit:int=2
     logging_steps:int=1
@@ -423,22 +427,16 @@ def _pair_batch(inputs:dict, pad_id:int):
     return ids, mask, turn, inputs['chosen_input_ids'].shape[0]
 
 # %% ../nbs/07_critic.ipynb #de17df76
-def _unwrap(model): return model.module if hasattr(model, 'module') else model
-
 def _policy_logprobs(model, ids, mask):
     "Per-token log-probs with gradients; through the wrapper when training is distributed (DDP/FSDP/DeepSpeed)."
     if hasattr(model, 'module'):
-        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
-        return F.pad(logits.log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1), (1, 0))
+        return F.pad(_gather_lp(model(input_ids=ids, attention_mask=mask).logits[:, :-1].float(), ids[:, 1:]), (1, 0))
     return token_logprobs(model, ids, mask)
 
-def _ref_logprobs(model, ids, mask, ref_model=None):
-    with torch.no_grad():
-        if ref_model is not None: return token_logprobs(ref_model, ids, mask)
-        m = _unwrap(model)
-        if not hasattr(m, 'disable_adapter'):
-            raise ValueError("model has no adapter to disable; pass ref_model (a frozen copy of the initial critic)")
-        with m.disable_adapter(): return token_logprobs(m, ids, mask)
+def _trainable_state(module) -> dict:
+    "The trained weights of a critic (LoRA adapter and head, or every weight under full fine-tuning), on the CPU."
+    keep = {n for n, p in module.named_parameters() if p.requires_grad}
+    return {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items() if k in keep}
 
 class CriticTrainer(Trainer):
     "🤗 `Trainer` with the critic objectives; logs pair accuracy (and the loss terms) beside the loss."
@@ -454,8 +452,7 @@ class CriticTrainer(Trainer):
         cfg = self.critic_config
         if cfg.head == 'value':
             values = model(inputs['input_ids'], inputs['attention_mask'], inputs['turn_index'])
-            turns = per_turn(torch.zeros_like(inputs['turn_index'], dtype=values.dtype), inputs['turn_index'],
-                             values.shape[1]).counts > 0
+            turns = (inputs['turn_index'][..., None] == torch.arange(values.shape[1], device=values.device)).any(1)
             labels = inputs['labels'][:, None].expand_as(values).to(values.dtype)
             loss = F.binary_cross_entropy_with_logits(values[turns], labels[turns])
             self._note(bce=loss.item(), accuracy=((values[turns] > 0) == (labels[turns] > 0.5)).float().mean().item())
@@ -467,7 +464,8 @@ class CriticTrainer(Trainer):
             loss = bt = bt_loss(s_pos, s_neg, cfg.beta)
             self._note(bt=bt.item(), accuracy=(s_pos > s_neg).float().mean().item())
             return (loss, scores) if return_outputs else loss
-        pol, ref = _policy_logprobs(model, ids, mask), _ref_logprobs(model, ids, mask, self.ref_model)
+        pol = _policy_logprobs(model, ids, mask)
+        with torch.no_grad(), frozen_reference(model, self.ref_model) as ref_lm: ref = token_logprobs(ref_lm, ids, mask)
         out = critic_loss(pol[:B], ref[:B], turn[:B], pol[B:], ref[B:], turn[B:], cfg.beta, cfg.nll_coef, cfg.normalization)
         self._note(bt=out.bt.item(), nll=out.nll.item(), accuracy=out.accuracy.item(),
                    margin=(out.chosen_scores - out.rejected_scores).mean().item())
@@ -480,9 +478,7 @@ class CriticTrainer(Trainer):
 
     def _save(self, output_dir=None, state_dict=None):
         if isinstance(_unwrap(self.model), HeadModel) and state_dict is None:  # trainable weights only (LoRA + head)
-            m = _unwrap(self.model)
-            keep = {n for n, p in m.named_parameters() if p.requires_grad}
-            state_dict = {k: v.detach().cpu().contiguous() for k, v in m.state_dict().items() if k in keep}
+            state_dict = _trainable_state(_unwrap(self.model))
         super()._save(output_dir, state_dict)
 
 # %% ../nbs/07_critic.ipynb #1949cd59
@@ -520,7 +516,7 @@ class Critic:
             backbone = get_peft_model(backbone, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
                                                            target_modules=list(cfg.lora_targets)))
         elif cfg.head == 'sweet':  # full fine-tuning: a frozen copy is the reference
-            ref = load_model(cfg.model, dtype=cfg.dtype, device=device)[0].requires_grad_(False)
+            ref = copy.deepcopy(backbone).requires_grad_(False).eval()
         model = backbone
         if cfg.head != 'sweet':
             model = HeadModel(backbone, _causal_lm(backbone).config.get_text_config().hidden_size).to(backbone.device)
@@ -576,8 +572,8 @@ class Critic:
 
     # --------------------------------------------------------------- persistence
     def trainable_state(self) -> dict:
-        keep = {n for n, p in self.model.named_parameters() if p.requires_grad}
-        return {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items() if k in keep}
+        "The trained weights (what `save` writes)."
+        return _trainable_state(self.model)
 
     def save(self, path) -> Path:
         "Write `critic_config.json` and the trained weights (LoRA adapter and head, or all weights) to `path`."
@@ -638,7 +634,9 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
                  resume:bool=True, # continue from the last checkpoint; reuse a finished critic
                  progress:bool=True, # progress bar
                  max_steps:int=-1, # stop after this many optimizer steps (-1: `config.epochs`)
-                 device:str|None=None) -> Critic:
+                 device:str|None=None,
+                 critic:Critic|None=None, # train this freshly built critic (e.g. one already used as the untrained baseline)
+                ) -> Critic:
     "Train a critic on offline trajectories with the 🤗 Trainer; the result is saved in `out_dir/critic`."
     from transformers import TrainingArguments
     out_dir = Path(out_dir)
@@ -652,7 +650,8 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
     if not examples:
         raise ValueError("no training examples: no task has a rollout pair whose best rollout succeeds "
                          "(add rollouts, lower success_threshold, or set require_success=False)")
-    critic = Critic.build(config, device)
+    if critic is None: critic = Critic.build(config, device)
+    elif critic.config.to_dict() != config.to_dict(): raise ValueError("critic was built with another config")
     use_cuda = critic.device.type == 'cuda'
     args = TrainingArguments(
         output_dir=str(out_dir / 'checkpoints'), per_device_train_batch_size=config.batch_size,

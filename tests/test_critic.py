@@ -297,7 +297,7 @@ def test_head_scoring_cache_matches_full_sequence(perturbed_critic):
     "Regression/value heads: the cached candidate pooling equals pooling on each full sequence."
     from sweet_rl.critic import HeadModel
     c = perturbed_critic
-    hm = HeadModel(c.model, 576)
+    hm = HeadModel(c.model, c.model.get_base_model().config.hidden_size)
     with torch.no_grad(): hm.head.weight.normal_(0, 0.1); hm.head.bias.fill_(0.1)
     hc = Critic(hm, c.tokenizer, CriticConfig(head='regression', dtype='float32'))
     task = {'problem_description': 'Write f(x).', 'ground_truth': 'def f(x): return x'}
@@ -351,6 +351,11 @@ def test_train_critic_resumes_from_checkpoint(tmp_path):
 def test_judge_scorer_round_robin_and_position_balance():
     class FirstSlot:  # a judge that always picks the first slot, whatever it sees
         def generate(self, convs, params=None): return ['AGENT 1 WINS'] * len(convs)
-    s = JudgeScorer(FirstSlot(), seed=1).score({'problem_description': 'x', 'ground_truth': 'y'}, [], list('abcdefgh'))
+    task, cands = {'problem_description': 'x', 'ground_truth': 'y'}, list('abcdefgh')
+    s = JudgeScorer(FirstSlot(), seed=1).score(task, [], cands)
     assert s.shape == (8,) and abs(float(s.mean()) - 0.5) < 1e-6  # every game has one winner
+    # slots are drawn per game: averaged over seeds, no candidate index is favoured by a first-slot judge
+    # (with a fixed order, candidate 0 would win all its games and candidate 7 none)
+    mean = torch.stack([JudgeScorer(FirstSlot(), seed=k).score(task, [], cands) for k in range(40)]).mean(0)
+    assert (mean - 0.5).abs().max() < 0.15, mean
     assert parse_verdict('AGENT 2 WINS ... no wait, AGENT 1 WINS') == 0
