@@ -22,7 +22,9 @@ flags="slow"
 python -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && flags="slow gpu"
 log=$(mktemp)
 set +e
-nbdev_test --flags "$flags" --do_print 2>&1 | tee "$log"
+# nbdev_test runs one notebook per core; one torch thread each keeps two training notebooks from
+# oversubscribing a 2-core machine (2 workers x 2 spinning OpenMP threads ran several times slower).
+OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" nbdev_test --flags "$flags" --do_print 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 if grep -q "No files were eligible for testing" "$log"; then echo "FAIL: nbdev_test tested nothing"; exit 1; fi
