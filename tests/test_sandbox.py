@@ -401,7 +401,7 @@ def test_config_is_checked():
 def _is_sandbox_process(pid) -> bool:
     try: cmd = Path(f'/proc/{pid}/cmdline').read_bytes()
     except OSError: return False
-    return b'_z_main()' in cmd  # the launcher's and the worker's command line carry the worker's source
+    return b'_z_main()' in cmd or b'_z_serve()' in cmd  # the launcher's (setup) and the worker's (server) command lines
 
 
 @needs_sandbox

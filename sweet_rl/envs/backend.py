@@ -4,14 +4,14 @@
 
 # %% ../../nbs/04_backend.ipynb #ab00b30b
 from __future__ import annotations
-import ast, json, re
+import ast, json, os, re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from ..core import Config, cache_dir, stable_id, atomic_write_text
 from ..data import BackendTask, sample_tasks
-from ..sandbox import run_untrusted_batch, values_equal
+from ..sandbox import CallResult, SandboxConfig, run_untrusted_batch, values_equal
 
 # %% auto #0
 __all__ = ['ANSWER_MARK', 'MAX_AGENT_TURNS', 'PARITY_BANNED', 'AGENT_PROMPT', 'SINGLE_TURN_PROMPT', 'SIMULATOR_PROMPT',
@@ -87,6 +87,56 @@ def _verdict(task:BackendTask, code:str|None, run, ref_results:list) -> BackendR
         if not ok: errors[name] = got.error if not got.ok else f"returned {str(got.value)[:200]}, expected {str(ref.value)[:200]}"
     return BackendResult(sum(passed) / len(passed), all(passed), passed, errors, code)
 
+# %% ../../nbs/04_backend.ipynb #1a55d626
+_BUNDLE = """import builtins as _sweet_rl_builtins, random as _sweet_rl_random
+_SWEET_RL_TASKS = {tasks!r}
+def _sweet_rl_reference(i):
+    source, calls = _SWEET_RL_TASKS[i]
+    space = {{'__name__': 'answer', '__builtins__': _sweet_rl_builtins}}
+    {reseed}
+    exec(compile(source, '<answer>', 'exec'), space)
+    out = []
+    for k, call in enumerate(calls):
+        {reseed}
+        try: out.append(('ok', eval(compile(call, f'<call {{k}}>', 'eval'), space)))
+        except Exception as e:
+            try: text = f'{{type(e).__name__}}: {{e}}'
+            except Exception: text = f'{{type(e).__name__}}: <unprintable>'
+            out.append(('error', text[:2000]))
+    return out
+"""
+
+def _reference_jobs(tasks:Sequence, # tasks whose reference outputs are needed
+                    per_job:int|None=None, # tasks per sandbox job (default: spread over twice the cores, at most 25)
+                    seed:int|None=0, # `random.seed` before loading and before each test (the sandbox's `SandboxConfig.seed`)
+                   ) -> list[tuple[str, list]]:
+    "Sandbox jobs `(code, calls)` computing the reference outputs of `tasks`: one call per task returns all its tests."
+    if not tasks: return []
+    per_job = per_job or min(25, -(-len(tasks) // (2 * (os.cpu_count() or 1))))
+    reseed = 'pass' if seed is None else f'_sweet_rl_random.seed({seed!r})'
+    return [(_BUNDLE.format(tasks=[(t.ground_truth, _test_calls(t)[1]) for t in tasks[s:s + per_job]], reseed=reseed),
+             [f'_sweet_rl_reference({i})' for i in range(len(tasks[s:s + per_job]))]) for s in range(0, len(tasks), per_job)]
+
+def _bulk_results(outcome:CallResult, n:int) -> list|None:
+    "One task's test results from its bulk call, as single calls would give them; None when it must be redone."
+    v = outcome.value if outcome.ok else None
+    if not (isinstance(v, list) and len(v) == n and all(type(x) is tuple and len(x) == 2 and (x[0] == 'ok' or (
+            x[0] == 'error' and isinstance(x[1], str))) for x in v)): return None
+    return [CallResult('ok', value=x) if tag == 'ok' else CallResult('error', error=x.encode('utf-8', 'replace').decode('utf-8', 'replace'))
+            for tag, x in v]
+
+def _store_references(tasks:Sequence, keys:Sequence, runs:Sequence, timeout:float, progress:bool=False):
+    "Cache the reference outputs of `tasks` from their bulk `runs`, redoing test by test each task that did not come back clean."
+    bulk = iter(r for run in runs for r in run.results)
+    redo = []
+    for t, k in zip(tasks, keys):
+        res = _bulk_results(next(bulk), len(t.test_cases))
+        if res is None: redo.append((t, k))
+        else: _REFERENCE_CACHE[k] = res
+    runs = run_untrusted_batch([(t.ground_truth, _test_calls(t)[1]) for t, _ in redo], timeout=timeout, progress=progress) if redo else []
+    for (t, k), run in zip(redo, runs): _REFERENCE_CACHE[k] = run.results
+    return len(redo)
+
 # %% ../../nbs/04_backend.ipynb #2dbab85c
 PARITY_BANNED = ('import os', 'import sys', 'subprocess', 'shutil', 'sys.exit', 'os.system')
 
@@ -120,11 +170,14 @@ def evaluate_batch(tasks:Sequence, # backend tasks
     for t in tasks:
         k = _reference_key(t, timeout)
         if k not in _REFERENCE_CACHE: need[k] = t
-    codes = [_answer_code(t, a, parity, banned) for t, a in zip(tasks, answers)]
-    jobs = [(t.ground_truth, _test_calls(t)[1]) for t in need.values()]
-    jobs += [(code, _test_calls(t)[1]) for t, (code, refused) in zip(tasks, codes) if code is not None]
-    runs = iter(run_untrusted_batch(jobs, timeout=timeout, progress=progress)) if jobs else iter(())
-    for k in need: _REFERENCE_CACHE[k] = next(runs).results
+    ref_jobs, codes = _reference_jobs(list(need.values()), seed=SandboxConfig().seed), []
+    def jobs():  # the reference jobs first: the workers run them while the answers' code is extracted
+        yield from ref_jobs
+        codes.extend(_answer_code(t, a, parity, banned) for t, a in zip(tasks, answers))
+        yield from ((code, _test_calls(t)[1]) for t, (code, _) in zip(tasks, codes) if code is not None)
+    runs = run_untrusted_batch(jobs(), timeout=timeout, progress=progress)
+    _store_references(list(need.values()), list(need), runs[:len(ref_jobs)], timeout, progress)
+    runs = iter(runs[len(ref_jobs):])
     return [_verdict(t, code, None if code is None else next(runs), _REFERENCE_CACHE[_reference_key(t, timeout)])
             for t, (code, refused) in zip(tasks, codes)]
 
