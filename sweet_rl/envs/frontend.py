@@ -24,9 +24,9 @@ __all__ = ['ANSWER_MARKER', 'FRONTEND_ASSETS', 'TAILWIND_BROWSER_VERSION', 'TAIL
            'TAILWIND_V2_COMPAT', 'PLACEHOLDER_RGB', 'CHROMIUM_FLAGS', 'RENDER_REVISION', 'METRICS',
            'FRONTEND_AGENT_PROMPT', 'FRONTEND_SINGLE_TURN_PROMPT', 'FRONTEND_VISION_SIMULATOR_PROMPT',
            'FRONTEND_TEXT_SIMULATOR_PROMPT', 'HtmlExtractionError', 'extract_html', 'placeholder_png', 'picsum_size',
-           'request_kind', 'tailwind_candidates', 'fold_v2_opacity', 'npm_file_for_url', 'npm_package_dir',
-           'fetch_npm_package', 'RenderConfig', 'RenderError', 'Renderer', 'font_fingerprint', 'is_greenish',
-           'render_references', 'to_image', 'PageSimilarity', 'VisualSimilarity', 'ClipWeightsMissing',
+           'request_kind', 'tailwind_candidates', 'warm_tailwind_tokens', 'fold_v2_opacity', 'npm_file_for_url',
+           'npm_package_dir', 'fetch_npm_package', 'RenderConfig', 'RenderError', 'Renderer', 'font_fingerprint',
+           'is_greenish', 'render_references', 'to_image', 'PageSimilarity', 'VisualSimilarity', 'ClipWeightsMissing',
            'ClipSimilarity', 'similarity_metric', 'WinRate', 'win_rate', 'FrontendEnvConfig', 'shared_renderer',
            'FrontendEnv']
 
@@ -111,6 +111,11 @@ def tailwind_candidates(html:str, # page source
     "Sorted distinct tokens of `html` that could be Tailwind class names."
     toks = {t for t in _TOKEN_SPLIT.split(html) if 0 < len(t) <= 120 and re.search(r'[a-z]', t)}
     return sorted(toks)[:limit]
+
+@functools.lru_cache(maxsize=1)
+def warm_tailwind_tokens() -> list[str]:
+    "Candidate classes of the bundled ColBench sample pages: what a renderer compiles at start-up (typical vocabulary)."
+    return sorted({t for task in sample_tasks('frontend') for t in tailwind_candidates(task.ground_truth)})
 
 # %% ../../nbs/05_frontend.ipynb #72211e56
 _CLASS_ATTR = re.compile(r'(\bclass\s*=\s*)(["\'])(.*?)\2', re.S | re.I)
@@ -377,8 +382,9 @@ async def _open_compiler(self:Renderer):
         return await r.abort('blockedbyclient')
     await page.route('**/*', route)
     await page.goto('http://tailwind.sweet-rl.test/', timeout=60000)
-    self._tw_css = await asyncio.wait_for(page.evaluate(_TW_BUILD_JS, []), 60)
-    self._tw_page, self._tw_known = page, set()
+    warm = warm_tailwind_tokens()  # compiled now, once: the first pages then need few new classes
+    self._tw_css = await asyncio.wait_for(page.evaluate(_TW_BUILD_JS, warm), 60)
+    self._tw_page, self._tw_known = page, set(warm)
 
 @patch
 async def _compile_tailwind(self:Renderer, tokens:list[str]) -> str:
