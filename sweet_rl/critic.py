@@ -17,15 +17,16 @@ from transformers import Trainer
 
 from .core import Config, seed_everything, stable_id, write_jsonl
 from .data import detect_kind
-from .models import EncodedConversations, _causal_lm, encode_conversations, load_model, make_backend, SamplingParams, per_turn, token_logprobs
+from .models import (LORA_TARGETS, EncodedConversations, SamplingParams, _causal_lm, add_lora, encode_conversations,
+                             load_model, make_backend, per_turn, token_logprobs)
 
 # %% auto #0
 __all__ = ['NORMALIZATIONS', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_INFO', 'HEADS', 'JUDGE_PROMPT', 'token_log_ratio',
            'turn_advantages', 'trajectory_score', 'bt_loss', 'agent_nll', 'CriticLoss', 'critic_loss', 'PairConfig',
            'is_success', 'make_pairs', 'training_info', 'critic_messages', 'encode_critic_inputs', 'frozen_reference',
            'critic_logprobs', 'candidate_inputs', 'score_candidates_full', 'score_candidates', 'CriticConfig',
-           'pool_turns', 'HeadModel', 'CriticCollator', 'CriticTrainer', 'training_examples', 'Critic', 'train_critic',
-           'synthetic_trajectories', 'parse_verdict', 'JudgeScorer']
+           'pool_turns', 'HeadModel', 'CriticCollator', 'ObjectiveTrainer', 'CriticTrainer', 'training_examples',
+           'Critic', 'training_arguments', 'train_critic', 'synthetic_trajectories', 'parse_verdict', 'JudgeScorer']
 
 # %% ../nbs/07_critic.ipynb #a612ea40
 NORMALIZATIONS = ('paper', 'release', 'none')
@@ -328,13 +329,13 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
     return torch.cat(scores).cpu()
 
 # %% ../nbs/07_critic.ipynb #6857c499
-HEADS = ('sweet', 'regression', 'value')
+HEADS = ('sweet', 'regression', 'value', 'vision')
 
 @dataclass
 class CriticConfig(Config):
     "What the critic is and how it is trained (defaults: smoke scale on CPU; Table 5 values in comments)."
     model:str='smollm2-135m' # preset, local folder or cached hub id of the critic backbone
-    head:str='sweet' # 'sweet' (Eq. 3), 'regression' (BT on a scalar head) or 'value' (success classifier)
+    head:str='sweet' # 'sweet' (Eq. 3), 'regression' (BT on a scalar head), 'value' (success classifier) or 'vision' (VLM, frontend)
     use_hidden_info:bool=True # the critic reads the reference code / page
     normalization:str='paper' # 'paper', 'release' or 'none' (SWEET head only)
     template:str|None=None # critic first-message template (None: `CRITIC_PROMPT` / `CRITIC_PROMPT_NO_INFO`)
@@ -356,14 +357,15 @@ class CriticConfig(Config):
     save_total_limit:int=2
     logging_steps:int=1
     seed:int=0
+    max_image_pixels:int=200_704 # vision head: screenshots are scaled down to at most this many pixels (448 x 448)
+    max_message_chars:int=2000 # vision head: each message is cut to this many characters (pages are seen as images)
 
     def __post_init__(self):
         if self.head not in HEADS: raise ValueError(f"head must be one of {HEADS}, got {self.head!r}")
         _check_normalization(self.normalization)
         for f in ('lr', 'epochs', 'batch_size', 'grad_accum'):
             if not getattr(self, f) > 0: raise ValueError(f"{f} must be positive, got {getattr(self, f)!r}")
-        if self.lora_targets is None:
-            self.lora_targets = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']
+        if self.lora_targets is None: self.lora_targets = list(LORA_TARGETS)
 
 # %% ../nbs/07_critic.ipynb #b9f296f2
 def _decoder(model):
@@ -438,38 +440,27 @@ def _trainable_state(module) -> dict:
     keep = {n for n, p in module.named_parameters() if p.requires_grad}
     return {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items() if k in keep}
 
-class CriticTrainer(Trainer):
-    "🤗 `Trainer` with the critic objectives; logs pair accuracy (and the loss terms) beside the loss."
-    def __init__(self, *args, critic_config:CriticConfig, ref_model=None, **kwargs):
+class ObjectiveTrainer(Trainer):
+    "🤗 `Trainer` for our own objectives: a config, an optional frozen reference, batch statistics logged beside the loss."
+    def __init__(self, *args, config, # the critic's or actor's config (its objective's hyperparameters)
+                 ref_model=None, # a separate frozen reference; default: the model with its LoRA adapter disabled
+                 **kwargs):
         super().__init__(*args, **kwargs)
-        self.critic_config, self.ref_model, self._stats = critic_config, ref_model, {}
+        self.config, self.ref_model, self._stats = config, ref_model, {}
         self.loss_is_scaled_for_ga = False  # our loss is a mean per micro-batch: divide by accumulation steps
 
     def _note(self, **values):
         for k, v in values.items(): self._stats.setdefault(k, []).append(float(v))
 
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        cfg = self.critic_config
-        if cfg.head == 'value':
-            values = model(inputs['input_ids'], inputs['attention_mask'], inputs['turn_index'])
-            turns = (inputs['turn_index'][..., None] == torch.arange(values.shape[1], device=values.device)).any(1)
-            labels = inputs['labels'][:, None].expand_as(values).to(values.dtype)
-            loss = F.binary_cross_entropy_with_logits(values[turns], labels[turns])
-            self._note(bce=loss.item(), accuracy=((values[turns] > 0) == (labels[turns] > 0.5)).float().mean().item())
-            return (loss, values) if return_outputs else loss
+    def pair_loss(self, model, inputs:dict, beta:float, nll_coef:float, normalization:str) -> CriticLoss:
+        "Eq. 2 on a batch of pairs, from log-ratios against the frozen reference over agent tokens (`none`: Multi-Turn DPO)."
         ids, mask, turn, B = _pair_batch(inputs, self.processing_class.pad_token_id)
-        if cfg.head == 'regression':
-            scores = model(ids, mask, turn).sum(-1)
-            s_pos, s_neg = scores[:B], scores[B:]
-            loss = bt = bt_loss(s_pos, s_neg, cfg.beta)
-            self._note(bt=bt.item(), accuracy=(s_pos > s_neg).float().mean().item())
-            return (loss, scores) if return_outputs else loss
         pol = _policy_logprobs(model, ids, mask)
         with torch.no_grad(), frozen_reference(model, self.ref_model) as ref_lm: ref = token_logprobs(ref_lm, ids, mask)
-        out = critic_loss(pol[:B], ref[:B], turn[:B], pol[B:], ref[B:], turn[B:], cfg.beta, cfg.nll_coef, cfg.normalization)
+        out = critic_loss(pol[:B], ref[:B], turn[:B], pol[B:], ref[B:], turn[B:], beta, nll_coef, normalization)
         self._note(bt=out.bt.item(), nll=out.nll.item(), accuracy=out.accuracy.item(),
                    margin=(out.chosen_scores - out.rejected_scores).mean().item())
-        return (out.loss, out) if return_outputs else out.loss
+        return out
 
     def log(self, logs:dict, *args, **kwargs):
         if 'loss' in logs and self._stats:
@@ -480,6 +471,27 @@ class CriticTrainer(Trainer):
         if isinstance(_unwrap(self.model), HeadModel) and state_dict is None:  # trainable weights only (LoRA + head)
             state_dict = _trainable_state(_unwrap(self.model))
         super()._save(output_dir, state_dict)
+
+class CriticTrainer(ObjectiveTrainer):
+    "The critic objectives: Eq. 2 on turn-wise advantages (sweet) or head values (regression), BCE (value)."
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        cfg = self.config
+        if cfg.head == 'value':
+            values = model(inputs['input_ids'], inputs['attention_mask'], inputs['turn_index'])
+            turns = (inputs['turn_index'][..., None] == torch.arange(values.shape[1], device=values.device)).any(1)
+            labels = inputs['labels'][:, None].expand_as(values).to(values.dtype)
+            loss = F.binary_cross_entropy_with_logits(values[turns], labels[turns])
+            self._note(bce=loss.item(), accuracy=((values[turns] > 0) == (labels[turns] > 0.5)).float().mean().item())
+            return (loss, values) if return_outputs else loss
+        if cfg.head == 'regression':
+            ids, mask, turn, B = _pair_batch(inputs, self.processing_class.pad_token_id)
+            scores = model(ids, mask, turn).sum(-1)
+            s_pos, s_neg = scores[:B], scores[B:]
+            loss = bt = bt_loss(s_pos, s_neg, cfg.beta)
+            self._note(bt=bt.item(), accuracy=(s_pos > s_neg).float().mean().item())
+            return (loss, scores) if return_outputs else loss
+        out = self.pair_loss(model, inputs, cfg.beta, cfg.nll_coef, cfg.normalization)
+        return (out.loss, out) if return_outputs else out.loss
 
 # %% ../nbs/07_critic.ipynb #1949cd59
 def training_examples(trajectories:Sequence, head:str='sweet', pair_config:PairConfig|None=None) -> list[dict]:
@@ -507,14 +519,14 @@ class Critic:
     @classmethod
     def build(cls, config:CriticConfig|None=None, device:str|None=None) -> 'Critic':
         "A fresh critic: the backbone with a new LoRA adapter (or trainable weights), and a zero head if any."
-        from peft import LoraConfig, get_peft_model
         cfg = config or CriticConfig()
+        if cfg.head == 'vision':  # a vision-language critic (frontend): `sweet_rl.vision_critic`
+            from sweet_rl.vision_critic import VisionCritic
+            return VisionCritic.build(cfg, device)
         seed_everything(cfg.seed)
         backbone, tok = load_model(cfg.model, dtype=cfg.dtype, device=device)
         ref = None
-        if cfg.lora:
-            backbone = get_peft_model(backbone, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
-                                                           target_modules=list(cfg.lora_targets)))
+        if cfg.lora: backbone = add_lora(backbone, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
         elif cfg.head == 'sweet':  # full fine-tuning: a frozen copy is the reference
             ref = copy.deepcopy(backbone).requires_grad_(False).eval()
         model = backbone
@@ -524,6 +536,11 @@ class Critic:
 
     @property
     def device(self): return next(self.model.parameters()).device
+
+    trainer_class = CriticTrainer  # what `train_critic` trains it with, on batches from `collator()`
+    def collator(self) -> CriticCollator:
+        c = self.config
+        return CriticCollator(self.tokenizer, c.use_hidden_info, c.template, c.max_length)
 
     # --------------------------------------------------------------- whole trajectories
     def encode(self, trajectories:Sequence) -> EncodedConversations:
@@ -627,6 +644,26 @@ def _score_head(model:HeadModel, tokenizer, task, history, candidates, use_hidde
 def _checkpoints(folder:Path) -> list[Path]:
     return sorted(folder.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[-1])) if folder.is_dir() else []
 
+def training_arguments(config, # a config with the usual fields: batch_size, grad_accum, lr, epochs, warmup_ratio, ...
+                       output_dir, # where the Trainer writes checkpoints
+                       max_steps:int=-1, # stop after this many optimizer steps (-1: `config.epochs`)
+                       progress:bool=True, # progress bar
+                       device_type:str='cpu', # 'cpu' or 'cuda' (bf16 on GPUs that have it)
+                       args_class=None, # `TrainingArguments` (default) or a subclass such as TRL's `DPOConfig`
+                       **extra, # further fields of `args_class`
+                      ):
+    "Trainer arguments from one of our config dataclasses: cosine schedule with warmup, checkpoints, seeded order."
+    from transformers import TrainingArguments
+    cuda = device_type == 'cuda'
+    return (args_class or TrainingArguments)(
+        output_dir=str(output_dir), per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accum, learning_rate=config.lr, num_train_epochs=config.epochs,
+        max_steps=max_steps, lr_scheduler_type='cosine', warmup_steps=config.warmup_ratio,
+        weight_decay=config.weight_decay, logging_steps=config.logging_steps, save_strategy='steps',
+        save_steps=config.save_steps, save_total_limit=config.save_total_limit, seed=config.seed,
+        data_seed=config.seed, report_to='none', remove_unused_columns=False, disable_tqdm=not progress,
+        use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(), dataloader_num_workers=0, **extra)
+
 def train_critic(config:CriticConfig, # the critic and its training hyperparameters
                  trajectories:Sequence, # offline trajectories (several per task for the BT heads)
                  out_dir, # run folder: checkpoints/, critic/ (the result), train_log.jsonl
@@ -638,7 +675,6 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
                  critic:Critic|None=None, # train this freshly built critic (e.g. one already used as the untrained baseline)
                 ) -> Critic:
     "Train a critic on offline trajectories with the 🤗 Trainer; the result is saved in `out_dir/critic`."
-    from transformers import TrainingArguments
     out_dir = Path(out_dir)
     done = out_dir / 'critic'
     if resume and (done / 'weights.safetensors').is_file():
@@ -652,19 +688,11 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
                          "(add rollouts, lower success_threshold, or set require_success=False)")
     if critic is None: critic = Critic.build(config, device)
     elif critic.config.to_dict() != config.to_dict(): raise ValueError("critic was built with another config")
-    use_cuda = critic.device.type == 'cuda'
-    args = TrainingArguments(
-        output_dir=str(out_dir / 'checkpoints'), per_device_train_batch_size=config.batch_size,
-        gradient_accumulation_steps=config.grad_accum, learning_rate=config.lr, num_train_epochs=config.epochs,
-        max_steps=max_steps, lr_scheduler_type='cosine', warmup_steps=config.warmup_ratio,
-        weight_decay=config.weight_decay, logging_steps=config.logging_steps, save_strategy='steps',
-        save_steps=config.save_steps, save_total_limit=config.save_total_limit, seed=config.seed,
-        data_seed=config.seed, report_to='none', remove_unused_columns=False, disable_tqdm=not progress,
-        use_cpu=not use_cuda, bf16=use_cuda and torch.cuda.is_bf16_supported(), dataloader_num_workers=0)
-    collate = CriticCollator(critic.tokenizer, config.use_hidden_info, config.template, config.max_length)
+    args = training_arguments(config, out_dir / 'checkpoints', max_steps, progress, critic.device.type)
     critic.model.train()
-    trainer = CriticTrainer(model=critic.model, args=args, train_dataset=_Examples(examples), data_collator=collate,
-                            processing_class=critic.tokenizer, critic_config=config, ref_model=critic.ref_model)
+    trainer = critic.trainer_class(model=critic.model, args=args, train_dataset=_Examples(examples),
+                                   data_collator=critic.collator(), processing_class=critic.tokenizer,
+                                   config=config, ref_model=critic.ref_model)
     last = _checkpoints(out_dir / 'checkpoints') if resume else []
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
     critic.model.eval()

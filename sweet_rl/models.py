@@ -17,13 +17,13 @@ from tqdm.auto import tqdm
 from .core import Config, atomic_write_text, cache_dir
 
 # %% auto #0
-__all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'RETRY_STATUS', 'BACKENDS', 'ModelPreset', 'ModelAssetError', 'assemble_gguf',
-           'preset_dir', 'fetch_model', 'cpu_supports_bf16', 'resolve_dtype', 'resolve_model_path', 'load_tokenizer',
-           'load_model', 'check_conversations', 'end_of_turn_ids', 'SamplingParams', 'Completion', 'truncate_at_stop',
-           'GenerationBackend', 'TransformersBackend', 'GenerationError', 'OpenAIBackend', 'VLLMBackend',
-           'BackendConfig', 'parse_backend_spec', 'make_backend', 'assistant_char_spans', 'EncodedConversations',
-           'turn_index_from_offsets', 'encode_conversations', 'token_logprobs', 'ScoredConversation',
-           'score_conversations', 'TurnStats', 'per_turn', 'main']
+__all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'RETRY_STATUS', 'BACKENDS', 'ModelPreset', 'ModelAssetError',
+           'assemble_gguf', 'preset_dir', 'fetch_model', 'cpu_supports_bf16', 'resolve_dtype', 'resolve_model_path',
+           'load_tokenizer', 'load_model', 'add_lora', 'check_conversations', 'end_of_turn_ids', 'SamplingParams',
+           'Completion', 'truncate_at_stop', 'GenerationBackend', 'TransformersBackend', 'GenerationError',
+           'OpenAIBackend', 'VLLMBackend', 'BackendConfig', 'parse_backend_spec', 'make_backend',
+           'assistant_char_spans', 'EncodedConversations', 'turn_index_from_offsets', 'encode_conversations',
+           'token_logprobs', 'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn', 'main']
 
 # %% ../nbs/02_models.ipynb #4661c1c3
 @dataclass(frozen=True)
@@ -213,6 +213,18 @@ def load_model(name_or_path:str=DEFAULT_MODEL, # preset name, local folder, or H
     path = resolve_model_path(name_or_path, fetch)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=resolve_dtype(dtype, device)).to(device).eval()
     return model, load_tokenizer(path)
+
+# %% ../nbs/02_models.ipynb #839c4c77
+LORA_TARGETS = ('q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj')
+
+def add_lora(model, r:int=16, # adapter rank
+             alpha:int=32, # scaling numerator (scale = alpha / r)
+             targets:Sequence[str]|None=None, # module names to adapt (default `LORA_TARGETS`)
+             dropout:float=0.0, # adapter dropout
+            ):
+    "`model` wrapped with a fresh LoRA adapter (peft): only the adapter trains, and disabling it gives back `model`."
+    from peft import LoraConfig, get_peft_model
+    return get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(targets or LORA_TARGETS)))
 
 # %% ../nbs/02_models.ipynb #022dc32d
 def _content_ok(content, multimodal:bool) -> bool:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_rollout.ipynb #c5b8624c
 from __future__ import annotations
-import ast, html, json, math, random, re, time
+import ast, html, json, math, random, re, statistics, time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -16,8 +16,9 @@ from .models import GenerationBackend, SamplingParams
 from .envs.backend import ANSWER_MARK
 
 # %% auto #0
-__all__ = ['BACKEND_QUESTIONS', 'FRONTEND_QUESTIONS', 'RolloutConfig', 'episode_id', 'run_rollouts', 'TrajectoryView',
-           'RandomScorer', 'mutate_code', 'mutate_html', 'script_plan', 'scripted_rollouts']
+__all__ = ['BACKEND_QUESTIONS', 'FRONTEND_QUESTIONS', 'RolloutConfig', 'env_factory', 'episode_id', 'score_list', 'run_rollouts',
+           'episode_metrics', 'TrajectoryView', 'RandomScorer', 'mutate_code', 'mutate_html', 'script_plan',
+           'scripted_rollouts']
 
 # %% ../nbs/06_rollout.ipynb #459ae4f4
 @dataclass
@@ -31,6 +32,22 @@ class RolloutConfig(Config):
     batch_size:int=8 # live episodes advanced together
     single_turn:bool=False # paper's single-turn setting: one answer, no questions
     n_candidates:int=1 # Best-of-N: candidate messages sampled per agent turn, the scorer picks one (needs `scorer=` when > 1)
+
+# %% ../nbs/06_rollout.ipynb #36fe9875
+def env_factory(kind:str, # 'backend' or 'frontend'
+                simulator=None, # generation backend playing the human (None: single-turn episodes only)
+                **config, # fields of `BackendEnvConfig` / `FrontendEnvConfig`: max_turns, simulator_max_new_tokens, ...
+               ) -> Callable:
+    "() -> a fresh environment of `kind` with this simulator and protocol (one config object shared by every episode)."
+    if kind == 'backend':
+        from sweet_rl.envs.backend import BackendEnv, BackendEnvConfig
+        cfg = BackendEnvConfig.from_dict(config, 'env_factory')
+        return lambda: BackendEnv(simulator, cfg)
+    if kind == 'frontend':
+        from sweet_rl.envs.frontend import FrontendEnv, FrontendEnvConfig
+        cfg = FrontendEnvConfig.from_dict(config, 'env_factory')
+        return lambda: FrontendEnv(simulator, cfg)
+    raise ValueError(f"kind must be 'backend' or 'frontend', got {kind!r}")
 
 # %% ../nbs/06_rollout.ipynb #4a20577d
 def _scorer_label(scorer) -> str:
@@ -87,15 +104,21 @@ def _drive(queue:list, # (id, task, sample, fields, plan) per episode to run; co
         live = [e for e in live if not e.env.done]
 
 # %% ../nbs/06_rollout.ipynb #e22b4007
-def _best_of(ep:_Episode, candidates:list, scorer) -> str:
-    "Score the candidates of one episode's turn, log the scores in its `bon` field, and return the best (first among ties)."
-    env = ep.env
-    raw = scorer.score(env.task.to_dict(), [dict(t) for t in env.history], list(candidates))
+def score_list(scorer, # anything with `.score(task_dict, history, candidates)` -> N scores (list, array or tensor)
+               task:dict, history:Sequence[dict], candidates:Sequence[str]) -> list[float]:
+    "The scorer's scores of `candidates` as a list of floats, checked to be one per candidate."
+    raw = scorer.score(task, [dict(t) for t in history], list(candidates))
     if hasattr(raw, 'detach'): raw = raw.detach().float().cpu().reshape(-1).tolist()
     elif hasattr(raw, 'tolist'): raw = raw.tolist()
     scores = [float(s) for s in raw]
     if len(scores) != len(candidates):
         raise ValueError(f"{_scorer_label(scorer)}.score returned {len(scores)} scores for {len(candidates)} candidates; expected one per candidate")
+    return scores
+
+def _best_of(ep:_Episode, candidates:list, scorer) -> str:
+    "Score the candidates of one episode's turn, log the scores in its `bon` field, and return the best (first among ties)."
+    env = ep.env
+    scores = score_list(scorer, env.task.to_dict(), env.history, candidates)
     chosen = max(range(len(scores)), key=lambda i: -math.inf if math.isnan(scores[i]) else scores[i])
     ep.fields['bon'].append({'turn': env.agent_turns, 'scores': [None if math.isnan(s) else s for s in scores], 'chosen': chosen})
     return candidates[chosen]
@@ -133,6 +156,21 @@ def run_rollouts(tasks:Sequence, # task records (`BackendTask` or `FrontendTask`
     with tqdm(total=len(queue), initial=len(queue) - len(todo), desc='episodes', disable=not progress) as bar:
         _drive(todo, make_env, speak, store, results, config.batch_size, bar)
     return [results[eid] for eid, _, _ in queue]
+
+# %% ../nbs/06_rollout.ipynb #5d0afb71
+def episode_metrics(records:Sequence[dict], # trajectory records of one run, with our scores (`run_rollouts` output)
+                    kind:str, # 'backend' or 'frontend'
+                   ) -> dict:
+    "`n_episodes`, `mean_turns` and % tests passed and % success (backend) or mean similarity (frontend)."
+    if kind not in ('backend', 'frontend'): raise ValueError(f"kind must be 'backend' or 'frontend', got {kind!r}")
+    mean = lambda xs: float(statistics.fmean(xs)) if xs else float('nan')
+    m = {'n_episodes': len(records),
+         'mean_turns': mean([sum(t['role'] == 'assistant' for t in r['dialogue_history']) for r in records])}
+    if kind == 'backend':
+        m.update(tests_passed_pct=100 * mean([r['tests_passed'] for r in records]),
+                 success_pct=100 * mean([float(r['success']) for r in records]))
+    else: m['similarity'] = mean([r['similarity'] for r in records])
+    return m
 
 # %% ../nbs/06_rollout.ipynb #2cd07f7d
 def _bubble(turn:dict) -> str:
