@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_models.ipynb #b889b4d9
 from __future__ import annotations
-import argparse, concurrent.futures, fcntl, hashlib, json, os, shutil, subprocess, sys, threading, time, zipfile
+import argparse, concurrent.futures, fcntl, hashlib, json, logging, os, shutil, subprocess, sys, threading, time, zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -365,26 +365,37 @@ class GenerationError(RuntimeError):
         self.results, self.errors = results, errors
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+_log = logging.getLogger('sweet_rl.models')
 
 class OpenAIBackend(GenerationBackend):
-    "Client for an OpenAI-compatible chat-completions server: timeouts, retries with backoff, bounded concurrency."
+    "Client for an OpenAI-compatible chat-completions server: timeouts, retries with capped backoff, bounded concurrency."
     def __init__(self, base_url:str='http://127.0.0.1:8000/v1', # server root, up to and including `/v1`
                  model:str|None=None, # model name sent with each request (`None`: let the server pick)
                  api_key:str|None=None, # bearer token (default: `$OPENAI_API_KEY` if set)
                  timeout:float=120.0, # seconds per request attempt
-                 max_retries:int=3, # extra attempts after a failed one
+                 max_retries:int=8, # extra attempts after a failed one (default waits: 121 s in all)
                  backoff:float=1.0, # first retry waits this long, then twice as long each time
+                 max_backoff:float=30.0, # longest wait between two attempts
                  concurrency:int=8, # most requests in flight at once
                  progress:bool=False, # show a progress bar over requests
                 ):
         import httpx
+        if timeout <= 0 or max_retries < 0 or backoff < 0 or max_backoff < 0 or concurrency < 1:
+            raise ValueError(f"OpenAIBackend: expected timeout > 0, max_retries >= 0, backoff >= 0, max_backoff >= 0 and "
+                             f"concurrency >= 1; got {timeout=}, {max_retries=}, {backoff=}, {max_backoff=}, {concurrency=}")
         self.url, self.model = base_url.rstrip('/') + '/chat/completions', model
-        self.max_retries, self.backoff, self.concurrency, self.progress = max_retries, backoff, concurrency, progress
+        self.max_retries, self.backoff, self.max_backoff = max_retries, backoff, max_backoff
+        self.concurrency, self.progress = concurrency, progress
         key = api_key or os.environ.get('OPENAI_API_KEY')
         self.client = httpx.Client(timeout=timeout, headers={'Authorization': f'Bearer {key}'} if key else {},
                                    limits=httpx.Limits(max_connections=concurrency))
 
     def close(self): self.client.close()
+
+    @property
+    def retry_waits(self) -> list[float]:
+        "Seconds slept before each retry: `backoff * 2**k`, capped at `max_backoff`; the sum is the outage a request rides out."
+        return [min(self.backoff * 2 ** k, self.max_backoff) for k in range(self.max_retries)]
 
     def _payload(self, messages, params:SamplingParams, i:int) -> dict:
         body = dict(messages=messages, max_tokens=params.max_new_tokens, temperature=params.temperature)
@@ -395,8 +406,9 @@ class OpenAIBackend(GenerationBackend):
         return body
 
     def _request(self, body:dict, params:SamplingParams) -> Completion:
-        "POST one request, retrying transient failures with exponential backoff."
+        "POST one request, retrying transient failures after the waits of `retry_waits`."
         import httpx
+        waits, t0 = self.retry_waits, time.monotonic()
         for attempt in range(self.max_retries + 1):
             try:
                 r = self.client.post(self.url, json=body)
@@ -406,12 +418,15 @@ class OpenAIBackend(GenerationBackend):
                     text, stopped = truncate_at_stop(choice['message'].get('content') or '', params.stop)
                     reason = 'stop' if stopped else ('length' if choice.get('finish_reason') == 'length' else 'stop')
                     return Completion(text, usage.get('completion_tokens', 0), reason)
-                err = RuntimeError(f"{self.url}: HTTP {r.status_code}: {r.text[:300]}")
-                if r.status_code not in RETRY_STATUS: raise err
+                err = f"{self.url}: HTTP {r.status_code}: {r.text[:300]}"
+                if r.status_code not in RETRY_STATUS: raise RuntimeError(err)
             except (httpx.TimeoutException, httpx.TransportError) as e:
-                err = RuntimeError(f"{self.url}: {type(e).__name__}: {e}")
-            if attempt < self.max_retries: time.sleep(self.backoff * 2 ** attempt)
-        raise err
+                err = f"{self.url}: {type(e).__name__}: {e}"
+            if attempt < self.max_retries:
+                _log.warning(f"{err}; retry {attempt + 1}/{self.max_retries} in {waits[attempt]:.1f} s")
+                time.sleep(waits[attempt])
+        raise RuntimeError(f"{err} (gave up after {self.max_retries + 1} attempts in {time.monotonic() - t0:.1f} s; "
+                           f"raise max_retries or max_backoff to ride out longer outages)")
 
     def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]:
         "Send one request per conversation, `concurrency` at a time."
@@ -470,7 +485,9 @@ class BackendConfig(Config):
     batch_size:int=8 # transformers: conversations per forward batch
     concurrency:int=8 # openai: requests in flight at once
     timeout:float=120.0 # openai: seconds per request attempt
-    max_retries:int=3 # openai: retries of a failed request
+    max_retries:int=8 # openai: retries of a failed request
+    backoff:float=1.0 # openai: first wait before a retry, doubling each time
+    max_backoff:float=30.0 # openai: longest wait between two attempts
 
 BACKENDS = {'transformers': TransformersBackend, 'openai': OpenAIBackend, 'vllm': VLLMBackend}
 
@@ -491,7 +508,8 @@ def make_backend(spec='smollm2-135m', # spec string, `BackendConfig`, dict of it
     if cfg.kind == 'transformers': return TransformersBackend(cfg.model, dtype=cfg.dtype, batch_size=cfg.batch_size)
     if cfg.kind == 'openai':
         if not cfg.base_url: raise ValueError("an openai backend needs base_url")
-        return OpenAIBackend(cfg.base_url, cfg.model, timeout=cfg.timeout, max_retries=cfg.max_retries, concurrency=cfg.concurrency)
+        return OpenAIBackend(cfg.base_url, cfg.model, timeout=cfg.timeout, max_retries=cfg.max_retries, backoff=cfg.backoff,
+                             max_backoff=cfg.max_backoff, concurrency=cfg.concurrency)
     if cfg.kind == 'vllm': return VLLMBackend(cfg.model, dtype=cfg.dtype)
     raise ValueError(f"unknown backend kind {cfg.kind!r}; choose one of {', '.join(BACKENDS)}")
 
