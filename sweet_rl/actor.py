@@ -13,10 +13,10 @@ from typing import Callable, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from .core import Config, JsonlStore, seed_everything, stable_id, write_jsonl
+from .core import Config, JsonlStore, seed_everything, stable_id
 from .models import LORA_TARGETS, SamplingParams, TransformersBackend, add_lora, encode_conversations, load_model
 from .critic import (ObjectiveTrainer, PairConfig, _as_record, _checkpoints, _Examples, _policy_logprobs,
-                             _trainable_state, agent_nll, frozen_reference, is_success, make_pairs, training_arguments)
+                             _trainable_state, _write_results, agent_nll, frozen_reference, is_success, make_pairs, training_arguments)
 from .rollout import _scorer_label, score_list
 
 # %% auto #0
@@ -297,11 +297,12 @@ class Actor:
 
     def trainable_state(self) -> dict: return _trainable_state(self.model)
 
-    def save(self, path) -> Path:
+    def save(self, path, state:dict|None=None, # the weights to write (default: `trainable_state()`)
+            ) -> Path:
         "Write `actor_config.json` and the trained weights (the LoRA adapter, or all weights) to `path`."
         from safetensors.torch import save_file
         path = Path(path); path.mkdir(parents=True, exist_ok=True)
-        save_file(self.trainable_state(), str(path / 'weights.safetensors'), metadata={'format': 'pt'})
+        save_file(self.trainable_state() if state is None else state, str(path / 'weights.safetensors'), metadata={'format': 'pt'})
         self.config.save(path / 'actor_config.json')
         return path
 
@@ -360,6 +361,5 @@ def train_actor(config:ActorConfig, # the policy, the method and its hyperparame
     last = _checkpoints(ckpt) if resume else []
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
     actor.model.eval()
-    write_jsonl(out_dir / 'train_log.jsonl', trainer.state.log_history)
-    actor.save(done)
+    _write_results(trainer, actor.model, out_dir, lambda state: actor.save(done, state))
     return actor

@@ -429,9 +429,15 @@ def _pair_batch(inputs:dict, pad_id:int):
     return ids, mask, turn, inputs['chosen_input_ids'].shape[0]
 
 # %% ../nbs/07_critic.ipynb #de17df76
+def _sharded(model) -> bool:
+    "Whether `model` is sharded with FSDP: its root's weights (embeddings, LM head) are whole only inside its own forward."
+    try: from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
+    except ImportError: return False
+    return isinstance(model, (FSDPModule, FullyShardedDataParallel))
+
 def _policy_logprobs(model, ids, mask):
     "Per-token log-probs with gradients; through the wrapper when training is distributed (DDP/FSDP/DeepSpeed)."
-    if hasattr(model, 'module'):
+    if hasattr(model, 'module') or _sharded(model):
         return F.pad(_gather_lp(model(input_ids=ids, attention_mask=mask).logits[:, :-1].float(), ids[:, 1:]), (1, 0))
     return token_logprobs(model, ids, mask)
 
@@ -456,15 +462,24 @@ class ObjectiveTrainer(Trainer):
         "Eq. 2 on a batch of pairs, from log-ratios against the frozen reference over agent tokens (`none`: Multi-Turn DPO)."
         ids, mask, turn, B = _pair_batch(inputs, self.processing_class.pad_token_id)
         pol = _policy_logprobs(model, ids, mask)
-        with torch.no_grad(), frozen_reference(model, self.ref_model) as ref_lm: ref = token_logprobs(ref_lm, ids, mask)
+        with torch.no_grad(), frozen_reference(model, self.ref_model) as ref_lm:  # FSDP: through the sharded root too
+            ref = _policy_logprobs(model, ids, mask) if _sharded(model) and self.ref_model is None else token_logprobs(ref_lm, ids, mask)
         out = critic_loss(pol[:B], ref[:B], turn[:B], pol[B:], ref[B:], turn[B:], beta, nll_coef, normalization)
         self._note(bt=out.bt.item(), nll=out.nll.item(), accuracy=out.accuracy.item(),
                    margin=(out.chosen_scores - out.rejected_scores).mean().item())
         return out
 
+    def _mean_stats(self) -> dict:
+        "Each batch statistic averaged over the logging window, then over the processes (they all log at the same step)."
+        keys = list(self._stats)
+        means = [sum(self._stats[k]) / len(self._stats[k]) for k in keys]
+        if self.accelerator.num_processes > 1:
+            means = self.accelerator.reduce(torch.tensor(means, dtype=torch.float64, device=self.args.device), 'mean').tolist()
+        return {k: round(m, 6) for k, m in zip(keys, means)}
+
     def log(self, logs:dict, *args, **kwargs):
         if 'loss' in logs and self._stats:
-            logs.update({k: round(sum(v) / len(v), 6) for k, v in self._stats.items()}); self._stats = {}
+            logs.update(self._mean_stats()); self._stats = {}
         super().log(logs, *args, **kwargs)
 
     def _save(self, output_dir=None, state_dict=None):
@@ -592,11 +607,12 @@ class Critic:
         "The trained weights (what `save` writes)."
         return _trainable_state(self.model)
 
-    def save(self, path) -> Path:
+    def save(self, path, state:dict|None=None, # the weights to write (default: `trainable_state()`)
+            ) -> Path:
         "Write `critic_config.json` and the trained weights (LoRA adapter and head, or all weights) to `path`."
         from safetensors.torch import save_file
         path = Path(path); path.mkdir(parents=True, exist_ok=True)
-        save_file(self.trainable_state(), str(path / 'weights.safetensors'), metadata={'format': 'pt'})
+        save_file(self.trainable_state() if state is None else state, str(path / 'weights.safetensors'), metadata={'format': 'pt'})
         self.config.save(path / 'critic_config.json')
         return path
 
@@ -643,6 +659,18 @@ def _score_head(model:HeadModel, tokenizer, task, history, candidates, use_hidde
 # %% ../nbs/07_critic.ipynb #fb8ce6e9
 def _checkpoints(folder:Path) -> list[Path]:
     return sorted(folder.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[-1])) if folder.is_dir() else []
+
+def _write_results(trainer, module, # the trained model, unwrapped
+                   out_dir:Path, save, # `save(state)` writes the trained weights
+                  ):
+    "After training: weights gathered from every process (ZeRO-3 / FSDP shards); log and weights written by process 0 only."
+    keep = {n for n, p in module.named_parameters() if p.requires_grad}
+    full = trainer.accelerator.get_state_dict(trainer.model_wrapped) or {}  # a collective under ZeRO-3 and FSDP
+    state = {k: v.detach().cpu().contiguous() for k, v in full.items() if k in keep}
+    if trainer.is_world_process_zero():
+        write_jsonl(out_dir / 'train_log.jsonl', trainer.state.log_history)
+        save(state)
+    trainer.accelerator.wait_for_everyone()
 
 def training_arguments(config, # a config with the usual fields: batch_size, grad_accum, lr, epochs, warmup_ratio, ...
                        output_dir, # where the Trainer writes checkpoints
@@ -696,8 +724,7 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
     last = _checkpoints(out_dir / 'checkpoints') if resume else []
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
     critic.model.eval()
-    write_jsonl(out_dir / 'train_log.jsonl', trainer.state.log_history)
-    critic.save(done)
+    _write_results(trainer, critic.model, out_dir, lambda state: critic.save(done, state))
     return critic
 
 # %% ../nbs/07_critic.ipynb #505e24ad

@@ -1,0 +1,120 @@
+"""Critic training under `accelerate launch`: 2 CPU processes (gloo) follow the loss trajectory of 1 process at the same global batch.
+
+Arrangement. Both runs train on the same 8 synthetic pairs with global batch 4 = 2 x 1 process x accumulation 2 (plain
+`python -m sweet_rl.launch`) = 1 x 2 processes x accumulation 2 (`accelerate launch`, configs/accelerate/cpu_2proc.yaml).
+accelerate's seeded sampler draws the same permutation in every process and deals micro-batches out in turn, so
+step k of both runs trains on examples 4k..4k+3 of that permutation (`step_examples` replays it; 8 is a multiple of 4,
+so no step is padded with repeats). Each micro-batch loss is a mean over equally many pairs, DDP averages the gradients
+of the 2 processes, and the logged loss and statistics are averaged over processes: both runs compute the same
+quantities in float32, with the same seed, LoRA initialisation and learning-rate schedule.
+
+Tolerance. The runs cannot agree bit for bit: sequences are padded to other lengths (micro-batches of 1 pair vs 2),
+sums run in other orders, and gloo's all-reduce adds the two halves of the gradient. Those are float32 rounding
+differences, ~1e-7 relative; measured over 3 steps here: loss equal to 1e-7, largest logged difference 2e-6 (the BT
+margin, about 1.2 at step 3). We allow ATOL = 1e-4 absolute on the loss (about 0.7) and on every logged statistic:
+50x the measured spread, and below what any other set of pairs would give: at step 1 the logged NLL is the mean
+chosen-trajectory NLL of the step's 4 pairs, and the other 69 sets of 4 of the 8 pairs differ from it by 1.2e-3 at
+least (median 0.13); the control at the end of the test checks both. The final LoRA weights are compared by relative
+L2 difference (measured 2e-5 on lora_B, bound 1e-3): Adam divides each gradient by its own running size, which
+magnifies rounding noise on parameters whose gradient is nearly zero, so an element-wise bound would be arbitrary.
+"""
+import json, os, signal, subprocess, sys, time
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from sweet_rl.core import write_jsonl
+from sweet_rl.critic import Critic, CriticConfig, agent_nll, make_pairs, synthetic_trajectories
+from sweet_rl.models import token_logprobs
+from sweet_rl.launch import check_accelerate_config, global_batch, step_examples
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU_2PROC = ROOT / 'configs' / 'accelerate' / 'cpu_2proc.yaml'
+N_TASKS, STEPS, SEED = 8, 3, 0  # 8 pairs, global batch 4: two steps per epoch, so the order of the pairs matters
+ATOL = 1e-4  # float32 rounding between the two layouts (see the module docstring)
+WEIGHTS_RTOL = 1e-3  # relative L2 difference of the trained LoRA weights
+LOGGED = ('loss', 'bt', 'nll', 'margin', 'accuracy', 'grad_norm')
+
+
+def _config(batch_size:int, grad_accum:int) -> CriticConfig:
+    return CriticConfig(dtype='float32', batch_size=batch_size, grad_accum=grad_accum, lr=1e-3, warmup_ratio=0.0, lora_r=4,
+                        lora_alpha=8, seed=SEED, save_steps=1000, logging_steps=1, template='{problem_description}\n{reference}')
+
+
+def test_layouts_deal_out_the_same_pairs():
+    assert check_accelerate_config(CPU_2PROC)['processes'] == 2
+    assert global_batch(2, 1, 2) == global_batch(1, 2, 2) == 4
+    one, two = step_examples(N_TASKS, 2, 1, 2, SEED, epochs=2), step_examples(N_TASKS, 1, 2, 2, SEED, epochs=2)
+    assert one == two and len(one) == 4 and all(len(s) == 4 for s in one)
+
+
+def _launch(cmd:list, tmp:Path, name:str, config:CriticConfig) -> subprocess.Popen:
+    config.save(tmp / f'{name}.json')
+    args = ['critic', '--config', str(tmp / f'{name}.json'), '--data', str(tmp / 'trajectories.jsonl'), '--out', str(tmp / name),
+            '--max-steps', str(STEPS), '--no-progress']
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'TOKENIZERS_PARALLELISM': 'false'}
+    with open(tmp / f'{name}.out', 'w') as log:  # the child keeps its own copy of the file
+        return subprocess.Popen(cmd + args, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _initial_chosen_nll(trajectories) -> torch.Tensor:
+    "NLL per agent token of each pair's chosen trajectory under the untrained critic (adapter still zero), `[pairs]`."
+    critic = Critic.build(_config(2, 2), 'cpu')
+    enc = critic.encode([p['chosen'] for p in make_pairs(trajectories)])
+    with torch.no_grad(): lp = token_logprobs(critic.model, enc.input_ids, enc.attention_mask)
+    return torch.stack([agent_nll(lp[i:i + 1], enc.turn_index[i:i + 1]) for i in range(len(lp))])
+
+
+def _steps(out:Path) -> list[dict]:
+    return [r for r in map(json.loads, (out / 'train_log.jsonl').read_text().splitlines()) if 'loss' in r]
+
+
+def test_two_processes_follow_one_process(tmp_path):
+    trajectories = synthetic_trajectories(N_TASKS, seed=SEED)
+    assert len(make_pairs(trajectories)) == N_TASKS
+    write_jsonl(tmp_path / 'trajectories.jsonl', trajectories)
+    start = time.time()
+    # `python -m accelerate.commands.launch` is `accelerate launch`, found without relying on PATH
+    runs = {'one': _launch([sys.executable, '-m', 'sweet_rl.launch'], tmp_path, 'one', _config(2, 2)),
+            'two': _launch([sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(CPU_2PROC), '-m', 'sweet_rl.launch'],
+                           tmp_path, 'two', _config(1, 2))}
+    try:  # both at once: 3 single-threaded processes on the CPU
+        for proc in runs.values(): proc.wait(timeout=900)
+    finally:
+        for proc in runs.values():
+            if proc.poll() is None: os.killpg(proc.pid, signal.SIGKILL)  # the launcher and the processes it started
+    for name, proc in runs.items(): assert proc.returncode == 0, (tmp_path / f'{name}.out').read_text()[-4000:]
+    print(f"both runs: {time.time() - start:.0f} s")
+    printed = {n: (tmp_path / f'{n}.out').read_text() for n in runs}
+    assert printed['one'].count('global batch 4 = micro-batch 2 × 1 process × accumulation 2') == 1
+    assert printed['two'].count('global batch 4 = micro-batch 1 × 2 processes × accumulation 2') == 1  # process 0 only
+
+    one, two = _steps(tmp_path / 'one'), _steps(tmp_path / 'two')
+    assert [r['step'] for r in one] == [r['step'] for r in two] == list(range(1, STEPS + 1))
+    for a, b in zip(one, two):
+        for k in LOGGED: assert abs(a[k] - b[k]) <= ATOL, (a['step'], k, a[k], b[k])
+        assert a['learning_rate'] == pytest.approx(b['learning_rate'])
+    assert one[-1]['loss'] < one[0]['loss'] - 100 * ATOL  # the trajectory moves by far more than the tolerance
+
+    # control: step 1 trained on the pairs `step_examples` names, and other pairs would have missed the tolerance.
+    # At step 1 the LoRA adapter is still zero, so the logged NLL is the base model's mean NLL of the 4 chosen trajectories.
+    nll = _initial_chosen_nll(trajectories)
+    first = step_examples(N_TASKS, 2, 1, 2, SEED)[0]
+    assert abs(nll[first].mean() - one[0]['nll']) <= ATOL, (nll[first].mean(), one[0]['nll'])
+    others = [abs(float(nll[list(s)].mean()) - one[0]['nll']) for s in combinations(range(N_TASKS), 4) if list(s) != first]
+    assert min(others) > ATOL, sorted(others)[:5]  # every other set of 4 pairs misses it (measured: by 1.2e-3 at least)
+
+    w1, w2 = (load_file(str(tmp_path / n / 'critic' / 'weights.safetensors')) for n in ('one', 'two'))
+    assert w1.keys() == w2.keys() and len(w1) > 0
+    for part in ('lora_A', 'lora_B'):  # the final weights agree too
+        a, b = (torch.cat([w[k].flatten() for k in sorted(w1) if part in k]) for w in (w1, w2))
+        rel = float((a - b).norm() / a.norm())
+        assert rel <= WEIGHTS_RTOL, (part, rel)
+    for n in runs:
+        m = json.loads((tmp_path / n / 'metrics.json').read_text())
+        assert (m['steps'], m['global_batch']) == (STEPS, 4)
+    assert json.loads((tmp_path / 'two' / 'metrics.json').read_text())['processes'] == 2
+    assert not list((tmp_path / 'two').rglob('*.tmp'))  # no half-written file left by a second writer
