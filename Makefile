@@ -1,5 +1,6 @@
 # Thin wrappers over scripts/: `make test` is the README's test command.
-.PHONY: setup test smoke export clean
+.PHONY: setup test smoke export clean reproduce render
+SCALE ?= small
 setup:
 	bash scripts/setup.sh
 test:
@@ -10,3 +11,9 @@ export:
 	.venv/bin/nbdev_export
 clean:
 	.venv/bin/nbdev_clean
+reproduce:  # every study at $(SCALE) (smoke, small or paper), then the paper's tables and figures and the README section
+	bash scripts/setup.sh
+	.venv/bin/python -m sweet_rl.pipeline reproduce --scale $(SCALE)
+render:  # tables and figures from results/ only, then the README section
+	.venv/bin/python -m sweet_rl.pipeline render
+	.venv/bin/python -m sweet_rl.pipeline readme

@@ -17,6 +17,10 @@ if [ "$before" != "$after" ]; then
   exit 1
 fi
 
+# Committed paper outputs: no test may change them (pytest checks its own session too, in tests/conftest.py).
+outputs() { find figures results -type f -print0 2>/dev/null | sort -z | xargs -0 -r sha256sum; }
+committed=$(outputs)
+
 # 2. Every notebook, including cells flagged slow (GPU-only cells are skipped on CPU machines).
 flags="slow"
 python -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && flags="slow gpu"
@@ -30,5 +34,9 @@ set -e
 if grep -q "No files were eligible for testing" "$log"; then echo "FAIL: nbdev_test tested nothing"; exit 1; fi
 [ "$status" -eq 0 ] || { echo "FAIL: nbdev_test"; exit "$status"; }
 
-# 3. Library tests.
+# 3. Library tests (they include re-rendering the committed figures from the committed results, byte for byte).
 python -m pytest tests/ -q
+
+# 4. The tests left figures/ and results/ as committed, and the README shows what figures/ holds.
+[ "$committed" = "$(outputs)" ] || { echo "FAIL: tests changed figures/ or results/"; exit 1; }
+python -m sweet_rl.pipeline readme --check

@@ -18,7 +18,7 @@ from .envs.backend import ANSWER_MARK
 # %% auto #0
 __all__ = ['BACKEND_QUESTIONS', 'FRONTEND_QUESTIONS', 'RolloutConfig', 'env_factory', 'episode_id', 'score_list', 'run_rollouts',
            'episode_metrics', 'TrajectoryView', 'RandomScorer', 'mutate_code', 'mutate_html', 'script_plan',
-           'scripted_rollouts']
+           'scripted_rollouts', 'ScriptedAgent']
 
 # %% ../nbs/06_rollout.ipynb #459ae4f4
 @dataclass
@@ -397,3 +397,33 @@ def scripted_rollouts(tasks:Sequence, # task records (`BackendTask` or `Frontend
     with tqdm(total=len(queue), initial=len(queue) - len(todo), desc='scripted episodes', disable=not progress) as bar:
         _drive(todo, make_env, speak, store, results, batch_size, bar)
     return [results[eid] for eid, _, _ in queue]
+
+# %% ../nbs/06_rollout.ipynb #9e23e570
+class ScriptedAgent(GenerationBackend):
+    "Stand-in policy: asks a bank question, or answers with the reference or a one-edit mutant, at random (seeded)."
+    def __init__(self, tasks:Sequence, # the tasks it may be asked about (`BackendTask` or `FrontendTask`)
+                 max_turns:int, # the environment's turn cap: the last allowed turn always answers
+                 p_question:float=0.3, # probability of asking (when turns remain)
+                 p_reference:float=0.3, # probability that an answer is the reference rather than a mutant
+                ):
+        self.tasks, self.max_turns, self.p_question, self.p_reference = list(tasks), max_turns, p_question, p_reference
+
+    def _task(self, conversation:list):
+        first = conversation[0]['content']
+        found = [t for t in self.tasks if t.problem_description in first]
+        if not found: raise ValueError(f"ScriptedAgent: no known task's request in the first message: {first[:120]!r}")
+        return max(found, key=lambda t: len(t.problem_description))
+
+    def complete(self, conversations:list, params:SamplingParams|None=None) -> list:
+        from sweet_rl.models import Completion
+        params, out = params or SamplingParams(), []
+        for i, conv in enumerate(conversations):
+            task = self._task(conv)
+            rng = random.Random(f"{params.seed}:{i}:{stable_id(conv)}")
+            turn = sum(m['role'] == 'assistant' for m in conv)
+            if turn < self.max_turns - 1 and rng.random() < self.p_question:
+                text = rng.choice(FRONTEND_QUESTIONS if task.kind == 'frontend' else BACKEND_QUESTIONS)
+            elif rng.random() < self.p_reference: text = f"{ANSWER_MARK}\n{task.ground_truth}"
+            else: text = f"{ANSWER_MARK}\n{(mutate_html if task.kind == 'frontend' else mutate_code)(task.ground_truth, rng)[0]}"
+            out.append(Completion(text, len(text.split()), 'stop'))
+        return out

@@ -1,0 +1,59 @@
+"The reproduction pipeline: committed studies are valid at every scale; collect refuses mixed code versions; the CLI's dry run."
+import json, os, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+from sweet_rl.pipeline import ARTIFACTS, SCALES, Study, check_params, collect, expand, run_dir_for, run_study
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER_ENV = {'SWEET_RL_MODELS': '/models', 'SWEET_RL_DATA': '/data/colbench', 'SWEET_RL_SIMULATOR_URL': 'http://sim:8000/v1'}
+
+
+@pytest.mark.parametrize('scale', SCALES)
+def test_committed_studies_check_at_every_scale(scale, monkeypatch):
+    for k, v in PAPER_ENV.items(): monkeypatch.setenv(k, v)
+    for name in ARTIFACTS:
+        dirs = run_study(name, scale, dry_run=True)  # every run's parameters are declared and typed right
+        assert dirs and len(set(dirs)) == len(dirs), name
+
+
+def test_paper_scale_needs_its_environment(monkeypatch):
+    for k in PAPER_ENV: monkeypatch.delenv(k, raising=False)
+    with pytest.raises(ValueError, match='environment variable not set'): expand(Study.load('table2'), 'paper')
+
+
+def test_studies_share_runs_by_parameters():
+    small = {s: set(run_study(s, 'small', dry_run=True)) for s in ('table2', 'table3', 'figure3b')}
+    assert len(small['table2'] & small['table3']) == 3  # RFT, MT-DPO and SWEET-RL backend runs are the same directories
+    assert len(small['table3'] & small['figure3b']) == 3
+
+
+def _fake_run(runs, nb, params, commit):
+    full = check_params(nb, params)
+    d = run_dir_for(nb, full, runs); d.mkdir(parents=True)
+    (d / 'ep.jsonl').write_text(json.dumps({'task': {'x': 1}, 'tests_passed': 1.0, 'success': True}) + '\n')
+    (d / 'params.json').write_text(json.dumps(full))
+    (d / 'metrics.json').write_text(json.dumps({'notebook': nb, 'episodes': {'collaborative': 'ep.jsonl'}}))
+    (d / 'manifest.json').write_text(json.dumps({'git': {'commit': commit, 'dirty': False}}))
+
+
+def test_collect_refuses_mixed_code_versions(tmp_path):
+    study = Study.from_dict({'name': 's', 'runs': [{'notebook': 'evaluate', 'grid': {'seed': [0, 1]}}]})
+    for seed, commit in ((0, 'aaa'), (1, 'bbb')): _fake_run(tmp_path, 'evaluate', {'seed': seed}, commit)
+    with pytest.raises(ValueError, match='2 code versions'): collect(study, runs_dir=tmp_path)
+    table = collect(study, runs_dir=tmp_path, allow_mixed_versions=True, results_dir=tmp_path / 'results')
+    assert list(table['commit']) == ['aaa', 'bbb'] and (tmp_path / 'results' / 's.csv').is_file()
+
+
+def test_collect_names_unfinished_runs(tmp_path):
+    with pytest.raises(FileNotFoundError, match='not finished'): collect('figure3a', 'small', runs_dir=tmp_path)
+
+
+def test_cli_dry_run_of_the_paper_preset():
+    env = {**os.environ, **PAPER_ENV}
+    proc = subprocess.run([sys.executable, '-m', 'sweet_rl.pipeline', 'reproduce', '--scale', 'paper', '--dry-run'],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out['scale'] == 'paper' and set(out['runs']) == set(ARTIFACTS)
