@@ -398,7 +398,7 @@ def scripted_rollouts(tasks:Sequence, # task records (`BackendTask` or `Frontend
         _drive(todo, make_env, speak, store, results, batch_size, bar)
     return [results[eid] for eid, _, _ in queue]
 
-# %% ../nbs/06_rollout.ipynb #9e23e570
+# %% ../nbs/06_rollout.ipynb #da1aac59
 class ScriptedAgent(GenerationBackend):
     "Stand-in policy: asks a bank question, or answers with the reference or a one-edit mutant, at random (seeded)."
     def __init__(self, tasks:Sequence, # the tasks it may be asked about (`BackendTask` or `FrontendTask`)
