@@ -18,7 +18,8 @@ if [ "$before" != "$after" ]; then
 fi
 
 # Committed paper outputs: no test may change them (pytest checks its own session too, in tests/conftest.py).
-outputs() { find figures results -type f -print0 2>/dev/null | sort -z | xargs -0 -r sha256sum; }
+# (only the folders that exist: find exits non-zero on a missing one, which set -e -o pipefail turns into a silent exit)
+outputs() { local d=(); for x in figures results; do [ -d "$x" ] && d+=("$x"); done; [ ${#d[@]} -eq 0 ] || find "${d[@]}" -type f -print0 | sort -z | xargs -0 -r sha256sum; }
 committed=$(outputs)
 
 # 2. Every notebook, including cells flagged slow (GPU-only cells are skipped on CPU machines).
