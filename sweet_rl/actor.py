@@ -15,8 +15,9 @@ from tqdm.auto import tqdm
 
 from .core import Config, JsonlStore, seed_everything, stable_id
 from .models import LORA_TARGETS, SamplingParams, TransformersBackend, add_lora, encode_conversations, load_model
-from .critic import (ObjectiveTrainer, PairConfig, _as_record, _checkpoints, _Examples, _policy_logprobs,
-                             _trainable_state, _write_results, agent_nll, frozen_reference, is_success, make_pairs, training_arguments)
+from .critic import (ObjectiveTrainer, PairConfig, SavedWeights, _as_record, _checkpoints, _Examples, _policy_logprobs,
+                             _write_results, agent_nll, checkpoint_activations, frozen_reference, is_success,
+                             make_pairs, training_arguments)
 from .rollout import _scorer_label, score_list
 
 # %% auto #0
@@ -46,6 +47,7 @@ class ActorConfig(Config):
     warmup_ratio:float=0.1
     weight_decay:float=0.0
     max_length:int|None=None # sweet: drop longer pairs; rft, mtdpo: refuse longer conversations (None: no limit)
+    gradient_checkpointing:bool=False # recompute activations in the backward pass (long dialogues on large models)
     save_steps:int=50
     save_total_limit:int=2
     logging_steps:int=1
@@ -262,10 +264,8 @@ def pair_margins(model, tokenizer, rows:Sequence[dict], # per-turn rows (`sweet_
     return lp[0::2] - lp[1::2]
 
 # %% ../nbs/08_actor.ipynb #75fee79c
-class Actor:
+class Actor(SavedWeights):
     "The policy being trained: a causal LM with a LoRA adapter (or trainable weights), and a backend that generates with it."
-    def __init__(self, model, tokenizer, config:ActorConfig, ref_model=None):
-        self.model, self.tokenizer, self.config, self.ref_model = model, tokenizer, config, ref_model
 
     @classmethod
     def build(cls, config:ActorConfig|None=None, device:str|None=None) -> 'Actor':
@@ -295,31 +295,7 @@ class Actor:
         else: self.ref_model = copy.deepcopy(self.model).requires_grad_(False).eval()
         return self
 
-    def trainable_state(self) -> dict: return _trainable_state(self.model)
-
-    def save(self, path, state:dict|None=None, # the weights to write (default: `trainable_state()`)
-            ) -> Path:
-        "Write `actor_config.json` and the trained weights (the LoRA adapter, or all weights) to `path`."
-        from safetensors.torch import save_file
-        path = Path(path); path.mkdir(parents=True, exist_ok=True)
-        save_file(self.trainable_state() if state is None else state, str(path / 'weights.safetensors'), metadata={'format': 'pt'})
-        self.config.save(path / 'actor_config.json')
-        return path
-
-    @classmethod
-    def load(cls, path, device:str|None=None) -> 'Actor':
-        "An actor saved with `save`: rebuilt from its config, its trained weights loaded and checked."
-        from safetensors.torch import load_file
-        path = Path(path)
-        if not (path / 'actor_config.json').is_file() or not (path / 'weights.safetensors').is_file():
-            raise FileNotFoundError(f"{path}: not a saved actor (expected actor_config.json and weights.safetensors)")
-        actor = cls.build(ActorConfig.load(path / 'actor_config.json'), device)
-        state, want = load_file(str(path / 'weights.safetensors'), device=str(actor.device)), set(actor.trainable_state())
-        if set(state) != want:
-            raise ValueError(f"{path}: weights do not match the config (missing {sorted(want - set(state))[:3]}, "
-                             f"unexpected {sorted(set(state) - want)[:3]})")
-        actor.model.load_state_dict(state, strict=False)
-        return actor
+    config_file, config_class = 'actor_config.json', ActorConfig  # `save` and `load` come from `SavedWeights`
 
 # %% ../nbs/08_actor.ipynb #4b76782f
 def train_actor(config:ActorConfig, # the policy, the method and its hyperparameters
@@ -349,11 +325,14 @@ def train_actor(config:ActorConfig, # the policy, the method and its hyperparame
             rows = [r for r in rows if len(r['prompt_ids']) + max(len(r['chosen_ids']), len(r['rejected_ids'])) <= config.max_length]
             if not rows: raise ValueError(f"every pair is longer than max_length={config.max_length}")
         args = training_arguments(config, ckpt, max_steps, progress, actor.device.type, args_class=DPOConfig,
-                                  beta=config.beta, loss_type=['sigmoid', 'sft'], loss_weights=[1.0, config.nll_coef], max_length=None)
+                                  beta=config.beta, loss_type=['sigmoid', 'sft'], loss_weights=[1.0, config.nll_coef], max_length=None,
+                                  gradient_checkpointing=config.gradient_checkpointing,
+                                  gradient_checkpointing_kwargs={'use_reentrant': False})
         trainer = _turn_dpo_trainer()(model=actor.model, ref_model=actor.ref_model, args=args,
                                       train_dataset=Dataset.from_list(rows), processing_class=actor.tokenizer)
     else:
         args = training_arguments(config, ckpt, max_steps, progress, actor.device.type)
+        if config.gradient_checkpointing: checkpoint_activations(actor.model)
         trainer = ActorTrainer(model=actor.model, args=args, train_dataset=_Examples(examples), processing_class=actor.tokenizer,
                                data_collator=ActorCollator(actor.tokenizer, config.max_length), config=config,
                                ref_model=actor.ref_model)

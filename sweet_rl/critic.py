@@ -18,7 +18,7 @@ from transformers import Trainer
 from .core import Config, seed_everything, stable_id, write_jsonl
 from .data import detect_kind
 from .models import (LORA_TARGETS, EncodedConversations, SamplingParams, _causal_lm, add_lora, encode_conversations,
-                             load_model, make_backend, per_turn, token_logprobs)
+                             load_model, load_tokenizer, make_backend, per_turn, resolve_model_path, token_logprobs)
 
 # %% auto #0
 __all__ = ['NORMALIZATIONS', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_INFO', 'HEADS', 'JUDGE_PROMPT', 'token_log_ratio',
@@ -26,7 +26,8 @@ __all__ = ['NORMALIZATIONS', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_INFO', 'HEADS', 
            'is_success', 'make_pairs', 'training_info', 'critic_messages', 'encode_critic_inputs', 'frozen_reference',
            'critic_logprobs', 'candidate_inputs', 'score_candidates_full', 'score_candidates', 'CriticConfig',
            'pool_turns', 'HeadModel', 'CriticCollator', 'ObjectiveTrainer', 'CriticTrainer', 'training_examples',
-           'Critic', 'training_arguments', 'train_critic', 'synthetic_trajectories', 'parse_verdict', 'JudgeScorer']
+           'SavedWeights', 'Critic', 'checkpoint_activations', 'training_arguments', 'train_critic',
+           'synthetic_trajectories', 'parse_verdict', 'JudgeScorer', 'VLLMScorer']
 
 # %% ../nbs/07_critic.ipynb #a612ea40
 NORMALIZATIONS = ('paper', 'release', 'none')
@@ -359,6 +360,7 @@ class CriticConfig(Config):
     seed:int=0
     max_image_pixels:int=200_704 # vision head: screenshots are scaled down to at most this many pixels (448 x 448)
     max_message_chars:int=2000 # vision head: each message is cut to this many characters (pages are seen as images)
+    gradient_checkpointing:bool=False # recompute activations in the backward pass (long inputs on large models)
 
     def __post_init__(self):
         if self.head not in HEADS: raise ValueError(f"head must be one of {HEADS}, got {self.head!r}")
@@ -526,10 +528,42 @@ class _Examples(torch.utils.data.Dataset):
     def __getitem__(self, i): return self.rows[i]
 
 # %% ../nbs/07_critic.ipynb #1eae742b
-class Critic:
-    "A critic of any head: scores candidate actions (`score`) and whole trajectories; saves and loads."
-    def __init__(self, model, tokenizer, config:CriticConfig, ref_model=None):
+class SavedWeights:
+    "Saving and loading of a trained model: its config as JSON and its trained weights only (LoRA adapter and head, or all)."
+    config_file, config_class = None, None  # set by the subclass, e.g. 'critic_config.json', CriticConfig
+    def __init__(self, model, tokenizer, config, ref_model=None):
         self.model, self.tokenizer, self.config, self.ref_model = model, tokenizer, config, ref_model
+
+    def trainable_state(self) -> dict:
+        "The trained weights (what `save` writes)."
+        return _trainable_state(self.model)
+
+    def save(self, path, state:dict|None=None, # the weights to write (default: `trainable_state()`)
+            ) -> Path:
+        "Write the config and the trained weights to `path`."
+        from safetensors.torch import save_file
+        path = Path(path); path.mkdir(parents=True, exist_ok=True)
+        save_file(self.trainable_state() if state is None else state, str(path / 'weights.safetensors'), metadata={'format': 'pt'})
+        self.config.save(path / self.config_file)
+        return path
+
+    @classmethod
+    def load(cls, path, device:str|None=None):
+        "A model saved with `save`: rebuilt from its config (`cls.build`), its trained weights loaded and checked."
+        from safetensors.torch import load_file
+        path = Path(path)
+        if not (path / cls.config_file).is_file() or not (path / 'weights.safetensors').is_file():
+            raise FileNotFoundError(f"{path}: not a saved {cls.__name__} (expected {cls.config_file} and weights.safetensors)")
+        obj = cls.build(cls.config_class.load(path / cls.config_file), device)
+        state, want = load_file(str(path / 'weights.safetensors'), device=str(obj.device)), set(obj.trainable_state())
+        if set(state) != want:
+            raise ValueError(f"{path}: weights do not match the config (missing {sorted(want - set(state))[:3]}, "
+                             f"unexpected {sorted(set(state) - want)[:3]})")
+        obj.model.load_state_dict(state, strict=False)
+        return obj
+
+class Critic(SavedWeights):
+    "A critic of any head: scores candidate actions (`score`) and whole trajectories; saves and loads."
 
     @classmethod
     def build(cls, config:CriticConfig|None=None, device:str|None=None) -> 'Critic':
@@ -602,35 +636,7 @@ class Critic:
         return _score_head(self.model, self.tokenizer, task, history, candidates, c.use_hidden_info, c.template,
                            batch_size, probability=c.head == 'value')
 
-    # --------------------------------------------------------------- persistence
-    def trainable_state(self) -> dict:
-        "The trained weights (what `save` writes)."
-        return _trainable_state(self.model)
-
-    def save(self, path, state:dict|None=None, # the weights to write (default: `trainable_state()`)
-            ) -> Path:
-        "Write `critic_config.json` and the trained weights (LoRA adapter and head, or all weights) to `path`."
-        from safetensors.torch import save_file
-        path = Path(path); path.mkdir(parents=True, exist_ok=True)
-        save_file(self.trainable_state() if state is None else state, str(path / 'weights.safetensors'), metadata={'format': 'pt'})
-        self.config.save(path / 'critic_config.json')
-        return path
-
-    @classmethod
-    def load(cls, path, device:str|None=None) -> 'Critic':
-        "A critic saved with `save` (rebuilt from its config, then its trained weights loaded and checked)."
-        from safetensors.torch import load_file
-        path = Path(path)
-        if not (path / 'critic_config.json').is_file() or not (path / 'weights.safetensors').is_file():
-            raise FileNotFoundError(f"{path}: not a saved critic (expected critic_config.json and weights.safetensors)")
-        critic = cls.build(CriticConfig.load(path / 'critic_config.json'), device)
-        state = load_file(str(path / 'weights.safetensors'), device=str(critic.device))
-        want = set(critic.trainable_state())
-        if set(state) != want:
-            raise ValueError(f"{path}: weights do not match the config (missing {sorted(want - set(state))[:3]}, "
-                             f"unexpected {sorted(set(state) - want)[:3]})")
-        critic.model.load_state_dict(state, strict=False)
-        return critic
+    config_file, config_class = 'critic_config.json', CriticConfig  # what `save` and `load` (`SavedWeights`) write and read
 
 # %% ../nbs/07_critic.ipynb #cfe626cc
 def _score_head(model:HeadModel, tokenizer, task, history, candidates, use_hidden_info=True, template=None,
@@ -671,6 +677,15 @@ def _write_results(trainer, module, # the trained model, unwrapped
         write_jsonl(out_dir / 'train_log.jsonl', trainer.state.log_history)
         save(state)
     trainer.accelerator.wait_for_everyone()
+
+def checkpoint_activations(model, # a critic or actor model: causal LM or VLM, LoRA-wrapped, inside a head, or distributed
+                           enable:bool=True):
+    "Turn activation recomputation (gradient checkpointing) on or off in the transformers model inside `model`."
+    inner = _unwrap(model)
+    lm = _causal_lm(inner.backbone if isinstance(inner, HeadModel) else inner)
+    if enable: lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})  # works with LoRA
+    else: lm.gradient_checkpointing_disable()
+    return model
 
 def training_arguments(config, # a config with the usual fields: batch_size, grad_accum, lr, epochs, warmup_ratio, ...
                        output_dir, # where the Trainer writes checkpoints
@@ -718,6 +733,7 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
     elif critic.config.to_dict() != config.to_dict(): raise ValueError("critic was built with another config")
     args = training_arguments(config, out_dir / 'checkpoints', max_steps, progress, critic.device.type)
     critic.model.train()
+    if config.gradient_checkpointing: checkpoint_activations(critic.model)
     trainer = critic.trainer_class(model=critic.model, args=args, train_dataset=_Examples(examples),
                                    data_collator=critic.collator(), processing_class=critic.tokenizer,
                                    config=config, ref_model=critic.ref_model)
@@ -820,3 +836,47 @@ class JudgeScorer:
             if v is None: wins[a] += 0.5; wins[b] += 0.5
             else: wins[(a, b)[v]] += 1
         return wins / games.clamp(min=1)
+
+# %% ../nbs/07_critic.ipynb #d89a6344
+class VLLMScorer:
+    "The SWEET critic's candidate advantages (Eq. 3) from vLLM prompt log-probs, with and without its LoRA adapter (GPU only)."
+    def __init__(self, critic_dir, # a critic saved by `train_critic` (`critic/` of its run folder): SWEET head, LoRA
+                 gpu_memory_utilization:float=0.85, tensor_parallel_size:int=1,
+                 **engine_kwargs, # anything else `vllm.LLM` accepts (max_model_len, ...)
+                ):
+        try: import vllm
+        except ImportError: raise ImportError("VLLMScorer needs vLLM (GPU only): pip install 'sweet_rl[gpu]'") from None
+        from vllm.lora.request import LoRARequest
+        self.config = cfg = CriticConfig.load(Path(critic_dir) / 'critic_config.json')
+        if cfg.head != 'sweet' or not cfg.lora:
+            raise ValueError(f"{critic_dir}: VLLMScorer scores LoRA critics of the SWEET head; this one is head={cfg.head!r}, lora={cfg.lora}")
+        adapter = Path(critic_dir) / 'peft_adapter'
+        if not (adapter / 'adapter_config.json').is_file():  # the adapter in PEFT's format, which vLLM loads
+            Critic.load(critic_dir, device='cpu').model.save_pretrained(adapter)
+        path = str(resolve_model_path(cfg.model))
+        self.tokenizer = load_tokenizer(path)
+        self.llm = vllm.LLM(model=path, enable_lora=True, max_lora_rank=max(cfg.lora_r, 8), seed=cfg.seed,
+                            gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size, **engine_kwargs)
+        self.lora = LoRARequest('critic', 1, str(adapter))
+        self.name = f'vllm:{Path(critic_dir).resolve()}'
+
+    def _logprobs(self, rows:list[list[int]], lora) -> torch.Tensor:
+        import vllm
+        from vllm.inputs import TokensPrompt
+        outs = self.llm.generate([TokensPrompt(prompt_token_ids=r) for r in rows], vllm.SamplingParams(max_tokens=1, prompt_logprobs=0),
+                                 lora_request=lora, use_tqdm=False)
+        T = max(map(len, rows))
+        lp = torch.zeros(len(rows), T)
+        for b, (row, out) in enumerate(zip(rows, outs)):
+            for t in range(1, len(row)): lp[b, t] = out.prompt_logprobs[t][row[t]].logprob
+        return lp
+
+    def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str], batch_size:int|None=None) -> torch.Tensor:
+        "Advantage of each candidate next action after `history`, `[N]` (as `Critic.score`)."
+        c = self.config
+        enc, k = candidate_inputs(self.tokenizer, task, history, candidates, c.use_hidden_info, c.template)
+        rows = [ids[:int(m.sum())].tolist() for ids, m in zip(enc.input_ids, enc.attention_mask)]
+        pol, ref = self._logprobs(rows, self.lora), self._logprobs(rows, None)
+        T = pol.shape[1]
+        turn = torch.where(enc.attention_mask[:, :T].bool(), enc.turn_index[:, :T], torch.full_like(enc.turn_index[:, :T], -1))
+        return turn_advantages(pol, ref, turn, c.normalization, num_turns=k + 1)[:, k]

@@ -15,9 +15,10 @@ import torch
 from .core import REPO_ROOT, atomic_write_text, read_jsonl, write_manifest
 
 # %% auto #0
-__all__ = ['PAPER_GLOBAL_BATCH', 'DATA_FIELDS', 'ACCELERATE_CONFIGS', 'global_batch', 'grad_accum_for', 'batch_arithmetic',
-           'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records', 'parse_args', 'run',
-           'main', 'launcher_env', 'check_accelerate_config']
+__all__ = ['PAPER_GLOBAL_BATCH', 'DATA_FIELDS', 'ACCELERATE_CONFIGS', 'TABLE5_GLOBAL_BATCH', 'global_batch', 'grad_accum_for',
+           'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records',
+           'parse_args', 'load_config', 'run', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts',
+           'estimate_memory', 'plan', 'launch_training', 'train_actor_configs']
 
 # %% ../nbs/11_launch.ipynb #cc3930ca
 PAPER_GLOBAL_BATCH = 8 # examples per optimizer step in the paper (critic and actor, Table 5)
@@ -128,7 +129,7 @@ def parse_args(argv:Sequence[str]|None=None, # arguments (default: the command l
     "Arguments of `python -m sweet_rl.launch {critic,actor} --config C --data D --out O [--max-steps N] ...`."
     p = argparse.ArgumentParser(prog='python -m sweet_rl.launch', description='Train the SWEET-RL critic or actor; '
                                 'prefix with `accelerate launch --config_file CFG` for several processes.')
-    stages = p.add_subparsers(dest='stage', required=True, metavar='{critic,actor}')
+    stages = p.add_subparsers(dest='stage', required=True, metavar='{critic,actor,plan}')
     for stage, cls, data in (('critic', 'CriticConfig', 'trajectory records'), ('actor', 'ActorConfig', 'training rows of the method')):
         s = stages.add_parser(stage, help=f'train the {stage}')
         s.add_argument('--config', type=Path, required=True, help=f'JSON file of {cls} fields')
@@ -139,7 +140,29 @@ def parse_args(argv:Sequence[str]|None=None, # arguments (default: the command l
         s.add_argument('--no-progress', action='store_true', help='no progress bar')
         s.add_argument('--cpu', action='store_true', help='train on the CPU even where GPUs are present')
         if stage == 'critic': s.add_argument('--pair-config', type=Path, help='JSON file of PairConfig fields')
+    s = stages.add_parser('plan', help='check a training setup without loading weights (paths, world size, batch, memory)')
+    s.add_argument('what', choices=['critic', 'actor']); s.add_argument('--config', type=Path, required=True)
+    s.add_argument('--accelerate', type=Path, help='accelerate config the run will use (default: one process)')
+    s.add_argument('--data', type=Path, help='training data the run will read (checked to exist)')
+    s.add_argument('--seq-len', type=int, default=4096, help='longest training sequence, for the activation estimate')
+    s.add_argument('--gpu-memory-gb', type=float, default=80.0, help='memory of one GPU')
     return p.parse_args(argv)
+
+# %% ../nbs/11_launch.ipynb #604ddb87
+def load_config(cls, path):
+    "A `CriticConfig` or `ActorConfig` from a JSON file, `${VAR}` in its strings filled from the environment."
+    from sweet_rl.core import ConfigError
+    path = Path(path)
+    try: d = json.loads(path.read_text(encoding='utf-8'))
+    except FileNotFoundError: raise FileNotFoundError(f"{path}: no such config file") from None
+    except json.JSONDecodeError as e: raise ConfigError(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
+    if not isinstance(d, dict): raise ConfigError(f"{path}: expected a JSON object of {cls.__name__} fields")
+    def fill(k, v):
+        if not isinstance(v, str) or '$' not in v: return v
+        out = os.path.expandvars(v)
+        if '$' in out: raise ConfigError(f"{path}: field {k!r}: environment variable not set in {v!r}")
+        return out
+    return cls.from_dict({k: fill(k, v) for k, v in d.items()}, source=str(path))
 
 # %% ../nbs/11_launch.ipynb #9932b666
 def _say(info:ProcessInfo, message:str):
@@ -162,7 +185,7 @@ def run(args:argparse.Namespace, # from `parse_args`
     info = process_info()
     device = 'cpu' if args.cpu else process_device(info)
     if device.startswith('cuda'): torch.cuda.set_device(device)
-    config = (CriticConfig if args.stage == 'critic' else ActorConfig).load(args.config)
+    config = load_config(CriticConfig if args.stage == 'critic' else ActorConfig, args.config)
     pair_config = PairConfig.load(args.pair_config) if getattr(args, 'pair_config', None) else None
     data = read_records(args.data, 'critic' if args.stage == 'critic' else config.method)
     batch = global_batch(config.batch_size, info.world_size, config.grad_accum)
@@ -182,11 +205,14 @@ def run(args:argparse.Namespace, # from `parse_args`
     _say(info, f"saved {result}")
     return result
 
-def main(argv:Sequence[str]|None=None) -> Path:
+def main(argv:Sequence[str]|None=None) -> Path|dict:
     "Entry point of `python -m sweet_rl.launch` (and of `accelerate launch ... -m sweet_rl.launch`)."
-    return run(parse_args(argv))
-
-if __name__ == '__main__' and '__file__' in globals(): main()  # a module run, not this notebook
+    args = parse_args(argv)
+    if args.stage != 'plan': return run(args)
+    out = plan(args.what, args.config, args.accelerate, args.data, args.seq_len, args.gpu_memory_gb)
+    print(json.dumps(out, indent=2))
+    if out['problems']: raise SystemExit(1)
+    return out
 
 # %% ../nbs/11_launch.ipynb #97da50ff
 ACCELERATE_CONFIGS = REPO_ROOT / 'configs' / 'accelerate' if REPO_ROOT else None # the shipped configs (in a source checkout)
@@ -225,6 +251,134 @@ def check_accelerate_config(config_file) -> dict:
     out = {'distributed_type': str(cfg.distributed_type).split('.')[-1], 'processes': cfg.num_processes,
            'mixed_precision': str(cfg.mixed_precision).split('.')[-1], 'use_cpu': bool(cfg.use_cpu)}
     with _environment(env):
-        if out['distributed_type'] == 'DEEPSPEED': out['zero_stage'] = DeepSpeedPlugin().zero_stage
+        if out['distributed_type'] == 'DEEPSPEED':
+            ds = DeepSpeedPlugin()
+            out['zero_stage'] = ds.zero_stage
+            if ds.offload_optimizer_device not in (None, 'none'): out['offload_optimizer'] = ds.offload_optimizer_device
         if out['distributed_type'] == 'FSDP': out['fsdp_version'] = FullyShardedDataParallelPlugin().fsdp_version
     return out
+
+# %% ../nbs/11_launch.ipynb #cf002b19
+TABLE5_GLOBAL_BATCH = {'critic': 8, 'sweet': 8, 'mtdpo': 8, 'rft': 32}  # examples per optimizer step in paper Table 5
+
+# %% ../nbs/11_launch.ipynb #a2e6afa8
+def model_facts(model:str, # preset name or model folder (only `config.json` is read)
+                lora_targets:Sequence[str]|None=None, lora_r:int=16) -> dict:
+    "Parameter count, LoRA adapter size and the shapes the memory estimate needs, from the config on the meta device."
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+    from sweet_rl.models import LORA_TARGETS, resolve_model_path
+    cfg = AutoConfig.from_pretrained(resolve_model_path(model, fetch=False))
+    vlm = getattr(cfg, 'vision_config', None) is not None
+    with init_empty_weights(): m = (AutoModel if vlm else AutoModelForCausalLM).from_config(cfg)
+    targets = set(lora_targets or LORA_TARGETS)
+    lora = sum(lora_r * (mod.in_features + mod.out_features) for name, mod in m.named_modules()
+               if isinstance(mod, torch.nn.Linear) and name.split('.')[-1] in targets)
+    text = cfg.get_text_config()
+    return {'parameters': sum(p.numel() for p in m.parameters()), 'lora_parameters': lora, 'vision': vlm,
+            'hidden': text.hidden_size, 'layers': text.num_hidden_layers, 'heads': text.num_attention_heads, 'vocab': text.vocab_size}
+
+# %% ../nbs/11_launch.ipynb #70187106
+def estimate_memory(facts:dict, # from `model_facts`
+                    full_finetuning:bool, # all weights train (else a LoRA adapter)
+                    reference:bool, # the objective compares with a frozen reference (SWEET critic, DPO)
+                    processes:int=1, sharded:bool=False, # ZeRO-3 / FSDP split weights, gradients, optimizer state
+                    weight_bytes:int=2, # 2 for bf16/fp16 weights, 4 for float32
+                    sequences:int=1, # sequences per micro-batch (pairs count twice)
+                    seq_len:int=4096,
+                    checkpointing:bool=False, # activations recomputed in the backward pass (config `gradient_checkpointing`)
+                    offload_optimizer:bool=False, # Adam's state lives in CPU memory (DeepSpeed `offload_optimizer_device`)
+                   ) -> dict:
+    "Estimated GB one GPU needs to train: weights, gradients, optimizer state, reference copy, activations, logits."
+    P, shard, GB = facts['parameters'], (processes if sharded else 1), 2 ** 30
+    trainable = P if full_finetuning else facts['lora_parameters']
+    tshard = shard if full_finetuning else 1
+    adam = 8 + (4 if weight_bytes < 4 else 0)  # two float32 moments, and float32 master weights under mixed precision
+    s, b, h, L = seq_len, sequences, facts['hidden'], facts['layers']
+    parts = {'weights': P * weight_bytes / shard, 'gradients': trainable * weight_bytes / tshard,
+             'optimizer': 0 if offload_optimizer else trainable * adam / tshard, 'reference': P * weight_bytes / shard if (reference and full_finetuning) else 0,
+             'activations': (L * 2 + 34) * s * b * h if checkpointing else L * 34 * s * b * h,
+             'logits': b * min(s, 256) * facts['vocab'] * 4 * 2}
+    out = {k: round(v / GB, 2) for k, v in parts.items()}
+    out['total'] = round(sum(parts.values()) / GB, 2)
+    return out
+
+# %% ../nbs/11_launch.ipynb #f1f91aea
+def plan(what:str, # 'critic' or 'actor'
+         config, # a `CriticConfig` / `ActorConfig`, or its JSON file
+         accelerate_config=None, data=None, seq_len:int=4096, gpu_memory_gb:float=80.0) -> dict:
+    "Check a training setup without loading weights; `problems` lists what would fail or does not match the paper."
+    from sweet_rl.critic import CriticConfig
+    from sweet_rl.actor import ActorConfig
+    from sweet_rl.models import ModelAssetError
+    problems = []
+    if isinstance(config, (str, Path)): config = load_config(CriticConfig if what == 'critic' else ActorConfig, config)
+    if accelerate_config and not Path(accelerate_config).is_absolute() and REPO_ROOT: accelerate_config = REPO_ROOT / accelerate_config
+    acc = check_accelerate_config(accelerate_config) if accelerate_config else {'distributed_type': 'NO', 'processes': 1}
+    world = acc['processes']
+    sharded = acc['distributed_type'] == 'FSDP' or (acc['distributed_type'] == 'DEEPSPEED' and acc.get('zero_stage') == 3)
+    batch, kind = global_batch(config.batch_size, world, config.grad_accum), 'critic' if what == 'critic' else config.method
+    if batch != TABLE5_GLOBAL_BATCH[kind]:
+        problems.append(f"global batch {batch} ({batch_arithmetic(config, world)}) differs from the paper's {TABLE5_GLOBAL_BATCH[kind]} for {kind}")
+    if data is not None and not Path(data).is_file(): problems.append(f"{data}: no such data file")
+    out = {'what': what, 'method': kind, 'model': config.model, 'processes': world, 'sharded': sharded, 'global_batch': batch}
+    try: facts = model_facts(config.model, config.lora_targets, config.lora_r)
+    except (ModelAssetError, OSError, ValueError) as e: problems.append(f"model {config.model!r}: {e}"); facts = None
+    if facts:
+        reference = (what == 'critic' and config.head == 'sweet') or (what == 'actor' and config.method != 'rft')
+        pairs = what == 'critic' and config.head != 'value' or (what == 'actor' and config.method != 'rft')
+        mem = estimate_memory(facts, not config.lora, reference, world, sharded, 4 if config.dtype == 'float32' else 2,
+                              config.batch_size * (2 if pairs else 1), seq_len, config.gradient_checkpointing,
+                              bool(acc.get('offload_optimizer')))
+        out.update(parameters=facts['parameters'], vision=facts['vision'], memory_per_gpu_gb=mem)
+        if mem['total'] > gpu_memory_gb:
+            problems.append(f"about {mem['total']} GB per GPU needed, {gpu_memory_gb} GB available: shard (ZeRO-3/FSDP) over "
+                            f"more GPUs, set gradient_checkpointing, use LoRA, a smaller micro-batch or shorter sequences")
+        if what == 'critic' and config.head == 'vision' and not facts['vision']:
+            problems.append(f"head 'vision' needs a vision-language model; {config.model} has no vision_config")
+    return {**out, 'problems': problems}
+
+# %% ../nbs/11_launch.ipynb #a6692d44
+def launch_training(what:str, # 'critic' or 'actor'
+                    config, # the `CriticConfig` or `ActorConfig`
+                    records:Sequence[dict], # training data: trajectories (critic) or the method's rows (actor)
+                    out_dir, # run folder of this training
+                    accelerate_config, # accelerate config file (relative paths: from the repository root)
+                    max_steps:int=-1, resume:bool=True, extra_args:Sequence[str]=()) -> Path:
+    "Train with `accelerate launch ... -m sweet_rl.launch` in a subprocess; the folder of the saved critic or actor."
+    import subprocess, sys
+    from sweet_rl.core import write_jsonl
+    cfg_file = Path(accelerate_config)
+    if not cfg_file.is_absolute() and REPO_ROOT: cfg_file = REPO_ROOT / cfg_file
+    if not cfg_file.is_file(): raise FileNotFoundError(f"{cfg_file}: no such accelerate config")
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    config.save(out / f'{what}_config.json'); write_jsonl(out / 'train_data.jsonl', records)
+    cmd = [sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(cfg_file), '-m', 'sweet_rl.launch', what,
+           '--config', str(out / f'{what}_config.json'), '--data', str(out / 'train_data.jsonl'), '--out', str(out),
+           '--max-steps', str(max_steps), '--no-progress', *(() if resume else ('--no-resume',)), *extra_args]
+    with open(out / 'launch.log', 'w') as log: proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        tail = (out / 'launch.log').read_text(errors='replace')[-2000:]
+        raise RuntimeError(f"`{' '.join(cmd[3:6])} ...` failed with exit code {proc.returncode}; log: {out / 'launch.log'}\n{tail}")
+    return out / what
+
+# %% ../nbs/11_launch.ipynb #19bf1959
+def train_actor_configs(params:dict, # the parameters of `nbs/train_actor.ipynb` (all of them: defaults included)
+                       ) -> dict:
+    "`{'actor': ActorConfig}`, plus `'critic'` for SWEET-RL without a given critic: what the notebook trains."
+    from sweet_rl.critic import CriticConfig
+    from sweet_rl.actor import ActorConfig
+    p = params
+    out = {'actor': ActorConfig(model=p['model'], method=p['method'], lora=p['lora'], lr=p['lr'], beta=p['beta'],
+                                nll_coef=p['nll_coef'], epochs=p['epochs'], batch_size=p['batch_size'],
+                                grad_accum=p['grad_accum'], seed=p['seed'], save_steps=25,
+                                gradient_checkpointing=p['gradient_checkpointing'])}
+    if p['method'] == 'sweet' and not p['critic_dir']:
+        out['critic'] = CriticConfig(model=p['critic_model'], head=p['critic_head'], normalization=p['critic_normalization'],
+                                     use_hidden_info=p['critic_use_hidden_info'], lora=p['critic_lora'], lr=p['critic_lr'],
+                                     batch_size=p['critic_batch_size'], grad_accum=p['critic_grad_accum'],
+                                     epochs=p['critic_epochs'], seed=p['seed'], gradient_checkpointing=p['gradient_checkpointing'])
+    return out
+
+# %% ../nbs/11_launch.ipynb #837b75ba
+if __name__ == '__main__' and '__file__' in globals(): main()  # a module run, not this notebook

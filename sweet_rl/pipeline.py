@@ -18,8 +18,8 @@ from .evaluate import run_rows, task_rows
 # %% auto #0
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'SCALES', 'ARTIFACTS', 'README_START',
            'README_END', 'notebook_path', 'notebook_parameters', 'check_params', 'run_dir_for', 'is_finished',
-           'run_notebook', 'Study', 'load_scales', 'expand', 'run_study', 'collect', 'render_artifacts',
-           'readme_section', 'update_readme', 'reproduce', 'main']
+           'run_notebook', 'Study', 'load_scales', 'expand', 'missing_paths', 'run_study', 'collect',
+           'render_artifacts', 'readme_section', 'update_readme', 'plan_training', 'reproduce', 'main']
 
 # %% ../nbs/10_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
@@ -182,14 +182,22 @@ def expand(study:Study, scale:str='smoke', scales:dict|None=None) -> list[tuple[
     return out
 
 # %% ../nbs/10_pipeline.ipynb #e95715da
+def missing_paths(params:dict) -> list[str]:
+    "Parameters whose value is a local path (absolute, `./`, `~`) that does not exist: `name=path` each."
+    local = lambda v: isinstance(v, str) and v.startswith(('/', './', '../', '~'))
+    return [f'{k}={v}' for k, v in params.items() if local(v) and not Path(v).expanduser().exists()]
+
 def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=False, progress:bool=True,
-              dry_run:bool=False, # only check every run's parameters
+              dry_run:bool=False, # only check every run's parameters and local paths
              ) -> list[Path]:
     "Run every run of the study at `scale` (finished ones are skipped); return their directories, in order."
     study = study if isinstance(study, Study) else Study.load(study)
     runs = expand(study, scale)
-    declared = {}
-    for nb, p in runs: check_params(nb, p, declared.setdefault(nb, notebook_parameters(nb)))
+    declared, missing = {}, []
+    for nb, p in runs:
+        check_params(nb, p, declared.setdefault(nb, notebook_parameters(nb)))
+        missing += [f"{nb}: {m}" for m in missing_paths(p) if f"{nb}: {m}" not in missing]
+    if missing: raise FileNotFoundError(f"{study.name} at scale {scale}: missing paths: {'; '.join(missing)}")
     if dry_run: return [run_dir_for(nb, check_params(nb, p, declared[nb]), runs_dir) for nb, p in runs]
     out = []
     for i, (nb, p) in enumerate(runs):
@@ -256,6 +264,20 @@ def update_readme(readme=None, figures_dir=None) -> bool:
     return new != text
 
 # %% ../nbs/10_pipeline.ipynb #0e1c0bfa
+def plan_training(study:Study|str, scale:str='paper') -> list[dict]:
+    "The launch plan (`sweet_rl.launch.plan`: world size, global batch, memory per GPU, problems) of every critic and actor a study trains through `accelerate`."
+    from sweet_rl.launch import plan, train_actor_configs
+    study = study if isinstance(study, Study) else Study.load(study)
+    out = []
+    for nb, p in expand(study, scale):
+        if nb != 'train_actor': continue
+        full = check_params(nb, p)
+        if not full['accelerate']: continue
+        for what, cfg in train_actor_configs(full).items():
+            out.append({'study': study.name, 'run': run_dir_for(nb, full).name, **plan(what, cfg, full['accelerate'])})
+    return out
+
+# %% ../nbs/10_pipeline.ipynb #f87d49b2
 def reproduce(scale:str='small', studies:Sequence[str]|None=None, runs_dir=None, results_dir=None, figures_dir=None,
               readme=None, # README to update (None: the repository's)
               dry_run:bool=False, # only check every study's runs
@@ -264,7 +286,10 @@ def reproduce(scale:str='small', studies:Sequence[str]|None=None, runs_dir=None,
     studies = list(studies or ARTIFACTS)
     loaded = [Study.load(s) for s in studies]
     planned = {s.name: run_study(s, scale, runs_dir, dry_run=True) for s in loaded}  # all parameters checked first
-    if dry_run: return {'scale': scale, 'runs': {k: [str(p) for p in v] for k, v in planned.items()}}
+    if dry_run:
+        plans = [x for s in loaded for x in plan_training(s, scale)]
+        return {'scale': scale, 'runs': {k: [str(p) for p in v] for k, v in planned.items()}, 'training': plans,
+                'problems': [f"{x['study']}/{x['run']} {x['what']}: {p}" for x in plans for p in x['problems']]}
     for s in loaded:
         run_study(s, scale, runs_dir, force=force)
         collect(s, scale, runs_dir, results_dir or RESULTS_DIR, allow_mixed_versions)
@@ -307,5 +332,6 @@ def main(argv:Sequence[str]|None=None):
         out = reproduce(a.scale, a.studies.split(',') if a.studies else None, a.runs_dir, dry_run=a.dry_run,
                         allow_mixed_versions=a.allow_mixed_versions, force=a.force)
         print(json.dumps(out, indent=2))
+        if out.get('problems'): sys.exit(1)
 
 if __name__ == '__main__' and '__file__' in globals(): main()

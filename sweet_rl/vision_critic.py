@@ -13,7 +13,7 @@ from PIL import Image
 
 from .core import seed_everything, stable_id
 from .models import add_lora, resolve_dtype, resolve_model_path
-from .critic import Critic, CriticConfig, CriticTrainer, HeadModel, bt_loss
+from .critic import Critic, CriticConfig, CriticTrainer, HeadModel, SavedWeights, bt_loss
 
 # %% auto #0
 __all__ = ['VISION_PROMPT', 'VISION_PROMPT_NO_INFO', 'AGENT_PAGE_NOTE', 'vision_messages', 'fit_image', 'VisionHeadModel',
@@ -71,8 +71,9 @@ def _agent_turns(trajectory) -> list[tuple[list, str]]:
     return [(hist[:i], m['content']) for i, m in enumerate(hist) if m['role'] == 'assistant']
 
 # %% ../nbs/07b_vision_critic.ipynb #fa5e0e96
-class VisionCritic:
+class VisionCritic(SavedWeights):
     "Frontend critic on a vision-language model: reference and agent pages as images, dialogue as text, head on the mean token state."
+    config_file, config_class = 'critic_config.json', CriticConfig  # saved like the text critics (`SavedWeights`)
     def __init__(self, model:VisionHeadModel, processor, config:CriticConfig, renderer=None, cache_size:int=1024):
         self.model, self.processor, self.config, self.ref_model = model, processor, config, None
         self._renderer, self._own_renderer, self._images, self.cache_size = renderer, False, OrderedDict(), cache_size
@@ -158,8 +159,6 @@ def score(self:VisionCritic, task:dict, history:Sequence[dict], candidates:Seque
 
 VisionCritic.turn_scores, VisionCritic.score = turn_scores, score
 VisionCritic.trajectory_scores, VisionCritic.pair_accuracy = Critic.trajectory_scores, Critic.pair_accuracy
-VisionCritic.trainable_state, VisionCritic.save = Critic.trainable_state, Critic.save
-VisionCritic.load = classmethod(Critic.load.__func__)
 
 # %% ../nbs/07b_vision_critic.ipynb #a12cd038
 class VisionCollator:

@@ -1,5 +1,5 @@
-"Guards shared by every test: no test may write into the committed paper results or figures."
-import hashlib
+"Shared by the tests: the guard that no test writes into the committed paper results or figures; a fake cluster for the paper preset."
+import hashlib, json
 from pathlib import Path
 
 import pytest
@@ -21,3 +21,35 @@ def committed_outputs_untouched():
     after = _snapshot()
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert not changed, f"tests must not write into figures/ or results/; touched: {changed[:10]}"
+
+
+# published architectures (config.json only: nothing else is read)
+LLAMA = {'architectures': ['LlamaForCausalLM'], 'model_type': 'llama', 'vocab_size': 128256, 'max_position_embeddings': 131072,
+         'rms_norm_eps': 1e-5, 'tie_word_embeddings': False}
+ARCHS = {
+    'Llama-3.1-8B-Instruct': {**LLAMA, 'hidden_size': 4096, 'intermediate_size': 14336, 'num_hidden_layers': 32,
+                              'num_attention_heads': 32, 'num_key_value_heads': 8},
+    'Llama-3.1-70B-Instruct': {**LLAMA, 'hidden_size': 8192, 'intermediate_size': 28672, 'num_hidden_layers': 80,
+                               'num_attention_heads': 64, 'num_key_value_heads': 8},
+    'Qwen2-VL-7B-Instruct': {'architectures': ['Qwen2VLForConditionalGeneration'], 'model_type': 'qwen2_vl',
+                             'text_config': {'model_type': 'qwen2_vl_text', 'hidden_size': 3584, 'intermediate_size': 18944,
+                                             'num_hidden_layers': 28, 'num_attention_heads': 28, 'num_key_value_heads': 4,
+                                             'vocab_size': 152064, 'rope_scaling': {'type': 'mrope', 'mrope_section': [16, 24, 24]}},
+                             'vision_config': {'depth': 32, 'embed_dim': 1280, 'hidden_size': 3584, 'num_heads': 16,
+                                               'mlp_ratio': 4, 'patch_size': 14, 'spatial_merge_size': 2}},
+}
+
+
+@pytest.fixture
+def paper_cluster(tmp_path, monkeypatch):
+    "Model folders with only their config.json, the data layout, and the environment the paper preset reads."
+    models = tmp_path / 'models'
+    for name, cfg in ARCHS.items():
+        (models / name).mkdir(parents=True); (models / name / 'config.json').write_text(json.dumps(cfg))
+    (models / 'clip-vit-base-patch32').mkdir()
+    data = tmp_path / 'colbench'; data.mkdir()
+    (tmp_path / 'frontend_offline.jsonl').write_text('')
+    env = {'SWEET_RL_MODELS': str(models), 'SWEET_RL_DATA': str(data), 'SWEET_RL_FRONTEND_DATA': str(tmp_path / 'frontend_offline.jsonl'),
+           'SWEET_RL_SIMULATOR_URL': 'http://simulator:8000/v1', 'SWEET_RL_VLM_SIMULATOR_URL': 'http://vlm:8000/v1'}
+    for k, v in env.items(): monkeypatch.setenv(k, v)
+    return tmp_path, env

@@ -345,7 +345,7 @@ def test_train_critic_resumes_from_checkpoint(tmp_path):
     train_critic(cfg, syn, tmp_path, progress=False)
     log = [json.loads(l) for l in (tmp_path / 'train_log.jsonl').read_text().splitlines()]
     assert [r['step'] for r in log if 'bt' in r] == [1, 2, 3]
-    with pytest.raises(FileNotFoundError, match='not a saved critic'): Critic.load(tmp_path)
+    with pytest.raises(FileNotFoundError, match='not a saved Critic'): Critic.load(tmp_path)
 
 
 def test_judge_scorer_round_robin_and_position_balance():

@@ -7,12 +7,12 @@ import pytest
 from sweet_rl.pipeline import ARTIFACTS, SCALES, Study, check_params, collect, expand, run_dir_for, run_study
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER_ENV = {'SWEET_RL_MODELS': '/models', 'SWEET_RL_DATA': '/data/colbench', 'SWEET_RL_SIMULATOR_URL': 'http://sim:8000/v1'}
+# what the paper preset reads from the environment (tests/conftest.py's paper_cluster sets them to a fake cluster)
+PAPER_ENV = ('SWEET_RL_MODELS', 'SWEET_RL_DATA', 'SWEET_RL_FRONTEND_DATA', 'SWEET_RL_SIMULATOR_URL', 'SWEET_RL_VLM_SIMULATOR_URL')
 
 
 @pytest.mark.parametrize('scale', SCALES)
-def test_committed_studies_check_at_every_scale(scale, monkeypatch):
-    for k, v in PAPER_ENV.items(): monkeypatch.setenv(k, v)
+def test_committed_studies_check_at_every_scale(scale, paper_cluster):
     for name in ARTIFACTS:
         dirs = run_study(name, scale, dry_run=True)  # every run's parameters are declared and typed right
         assert dirs and len(set(dirs)) == len(dirs), name
@@ -50,8 +50,8 @@ def test_collect_names_unfinished_runs(tmp_path):
     with pytest.raises(FileNotFoundError, match='not finished'): collect('figure3a', 'small', runs_dir=tmp_path)
 
 
-def test_cli_dry_run_of_the_paper_preset():
-    env = {**os.environ, **PAPER_ENV}
+def test_cli_dry_run_of_the_paper_preset(paper_cluster):
+    env = {**os.environ, **paper_cluster[1]}
     proc = subprocess.run([sys.executable, '-m', 'sweet_rl.pipeline', 'reproduce', '--scale', 'paper', '--dry-run'],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -23,3 +23,21 @@ def test_baseline_methods_train_and_evaluate(tmp_path, method):
         assert (out / f).exists(), f
     log = [json.loads(l) for l in (out / 'train_log.jsonl').read_text().splitlines()]
     assert all(r['loss'] == r['loss'] for r in log if 'loss' in r)  # finite (not NaN)
+
+
+def test_training_through_accelerate_launch(tmp_path):
+    """With `accelerate` set, critic and actor train in `accelerate launch` processes (here 2 on the CPU) and the notebook goes on.
+    Two critic steps: the first has learning rate 0 (warm-up), and an untrained critic ties every candidate (no pairs)."""
+    out = tmp_path / 'run'
+    args = [sys.executable, '-m', 'papermill', str(ROOT / 'nbs' / 'train_actor.ipynb'), str(tmp_path / 'out.ipynb'),
+            '--cwd', str(ROOT / 'nbs'), '-p', 'out_dir', str(out), '-p', 'method', 'sweet',
+            '-p', 'accelerate', 'configs/accelerate/cpu_2proc.yaml', '-p', 'critic_steps', '2', '-p', 'max_steps', '1',
+            '-p', 'critic_batch_size', '1', '-p', 'batch_size', '1', '-p', 'eval_zero_shot', 'False']
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for stage in ('critic_run', 'actor_run'):
+        launched = json.loads((out / stage / 'params.json').read_text())
+        assert launched['processes'] == 2 and launched['global_batch'] == 2, launched
+        assert (out / stage / stage.split('_')[0] / 'weights.safetensors').is_file()
+    m = json.loads((out / 'metrics.json').read_text())
+    assert m['method'] == 'sweet' and m['train_steps'] == 1 and m['trained']['n_episodes'] == 2
