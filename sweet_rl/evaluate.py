@@ -154,7 +154,8 @@ def provenance(table:pd.DataFrame) -> str:
     "Where the numbers come from: scale, code version, number of runs, and the command that made them."
     commits = sorted({f"{str(c)[:10]}{' (uncommitted changes)' if d else ''}" for c, d in zip(table['commit'], table['dirty'])})
     scales = sorted(set(table['scale'])) if 'scale' in table else ['?']
-    return (f"Scale `{', '.join(scales)}`, code {', '.join(commits)}, {table['run'].nunique()} runs; made by "
+    n = table['run'].nunique()
+    return (f"Scale `{', '.join(scales)}`, code {', '.join(commits)}, {n} run{'s' if n != 1 else ''}; made by "
             f"`make reproduce SCALE={scales[0]}` (`python -m sweet_rl.pipeline reproduce --scale {scales[0]}`).")
 
 # %% ../nbs/09_eval.ipynb #75e1342f
