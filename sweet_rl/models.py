@@ -386,6 +386,7 @@ class OpenAIBackend(GenerationBackend):
         self.url, self.model = base_url.rstrip('/') + '/chat/completions', model
         self.max_retries, self.backoff, self.max_backoff = max_retries, backoff, max_backoff
         self.concurrency, self.progress = concurrency, progress
+        self.retries, self._lock = 0, threading.Lock()  # retries made so far, over all requests (the log says why)
         key = api_key or os.environ.get('OPENAI_API_KEY')
         self.client = httpx.Client(timeout=timeout, headers={'Authorization': f'Bearer {key}'} if key else {},
                                    limits=httpx.Limits(max_connections=concurrency))
@@ -424,6 +425,7 @@ class OpenAIBackend(GenerationBackend):
                 err = f"{self.url}: {type(e).__name__}: {e}"
             if attempt < self.max_retries:
                 _log.warning(f"{err}; retry {attempt + 1}/{self.max_retries} in {waits[attempt]:.1f} s")
+                with self._lock: self.retries += 1
                 time.sleep(waits[attempt])
         raise RuntimeError(f"{err} (gave up after {self.max_retries + 1} attempts in {time.monotonic() - t0:.1f} s; "
                            f"raise max_retries or max_backoff to ride out longer outages)")
