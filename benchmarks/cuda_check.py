@@ -38,6 +38,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--config-dir', required=True); ap.add_argument('--layers', type=int, default=4)
     ap.add_argument('--json', default=None)
+    ap.add_argument('--commit', default=None, help='code version to record (the GPU machine gets a copy without .git)')
     a = ap.parse_args(argv)
     assert torch.cuda.is_available(), 'this check needs a CUDA GPU'
     from sweet_rl.actor import Actor, ActorConfig, pair_margins, train_actor
@@ -46,7 +47,8 @@ def main(argv=None):
     from sweet_rl.models import SamplingParams
     tmp = Path(tempfile.mkdtemp())
     path = str(tiny_model(Path(a.config_dir), tmp / 'model', a.layers))
-    res = {'gpu': torch.cuda.get_device_name(0), 'torch': torch.__version__, 'python': platform.python_version(),
+    res = {'commit': a.commit, 'command': 'python benchmarks/cuda_check.py ' + ' '.join(argv if argv is not None else sys.argv[1:]),
+           'gpu': torch.cuda.get_device_name(0), 'torch': torch.__version__, 'python': platform.python_version(),
            'model': f"{Path(a.config_dir).name} config, {a.layers} layers, random weights"}
 
     # 1. critic training in bf16
