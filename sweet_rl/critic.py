@@ -443,10 +443,11 @@ def _policy_logprobs(model, ids, mask):
         return F.pad(_gather_lp(model(input_ids=ids, attention_mask=mask).logits[:, :-1].float(), ids[:, 1:]), (1, 0))
     return token_logprobs(model, ids, mask)
 
-def _trainable_state(module) -> dict:
+def _trainable_state(module, state:dict|None=None, # a full state dict of `module` (default: `module.state_dict()`)
+                    ) -> dict:
     "The trained weights of a critic (LoRA adapter and head, or every weight under full fine-tuning), on the CPU."
     keep = {n for n, p in module.named_parameters() if p.requires_grad}
-    return {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items() if k in keep}
+    return {k: v.detach().cpu().contiguous() for k, v in (module.state_dict() if state is None else state).items() if k in keep}
 
 class ObjectiveTrainer(Trainer):
     "🤗 `Trainer` for our own objectives: a config, an optional frozen reference, batch statistics logged beside the loss."
@@ -670,9 +671,7 @@ def _write_results(trainer, module, # the trained model, unwrapped
                    out_dir:Path, save, # `save(state)` writes the trained weights
                   ):
     "After training: weights gathered from every process (ZeRO-3 / FSDP shards); log and weights written by process 0 only."
-    keep = {n for n, p in module.named_parameters() if p.requires_grad}
-    full = trainer.accelerator.get_state_dict(trainer.model_wrapped) or {}  # a collective under ZeRO-3 and FSDP
-    state = {k: v.detach().cpu().contiguous() for k, v in full.items() if k in keep}
+    state = _trainable_state(module, trainer.accelerator.get_state_dict(trainer.model_wrapped) or {})  # a collective under ZeRO-3 and FSDP
     if trainer.is_world_process_zero():
         write_jsonl(out_dir / 'train_log.jsonl', trainer.state.log_history)
         save(state)

@@ -5,7 +5,7 @@
 # %% ../nbs/11_launch.ipynb #0ef11760
 from __future__ import annotations
 import argparse, json, os
-from contextlib import contextmanager
+from unittest import mock
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -15,13 +15,13 @@ import torch
 from .core import REPO_ROOT, atomic_write_text, read_jsonl, write_manifest
 
 # %% auto #0
-__all__ = ['PAPER_GLOBAL_BATCH', 'DATA_FIELDS', 'ACCELERATE_CONFIGS', 'TABLE5_GLOBAL_BATCH', 'global_batch', 'grad_accum_for',
-           'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records',
-           'parse_args', 'load_config', 'run', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts',
-           'estimate_memory', 'plan', 'launch_training', 'train_actor_configs']
+__all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'ACCELERATE_CONFIGS', 'global_batch', 'grad_accum_for', 'batch_arithmetic',
+           'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records', 'parse_args',
+           'load_config', 'run', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts', 'estimate_memory',
+           'plan', 'launch_training', 'train_actor_configs']
 
 # %% ../nbs/11_launch.ipynb #cc3930ca
-PAPER_GLOBAL_BATCH = 8 # examples per optimizer step in the paper (critic and actor, Table 5)
+TABLE5_GLOBAL_BATCH = {'critic': 8, 'sweet': 8, 'mtdpo': 8, 'rft': 32}  # examples per optimizer step in paper Table 5
 
 def global_batch(batch_size:int, # micro-batch of each process (config `batch_size`)
                  processes:int, # processes that train together (GPUs, or CPU processes)
@@ -46,7 +46,7 @@ def batch_arithmetic(config, # a `CriticConfig` or `ActorConfig` (fields `batch_
     "One line stating the global batch `config` trains with on `processes` processes."
     g = global_batch(config.batch_size, processes, config.grad_accum)
     return (f"global batch {g} = micro-batch {config.batch_size} × {processes} process{'es' * (processes != 1)} "
-            f"× accumulation {config.grad_accum} (paper: {PAPER_GLOBAL_BATCH})")
+            f"× accumulation {config.grad_accum} (paper: {TABLE5_GLOBAL_BATCH[getattr(config, 'method', 'critic')]})")
 
 # %% ../nbs/11_launch.ipynb #ccf405a6
 def step_examples(n_examples:int, # training examples (pairs, conversations) in the data set
@@ -232,15 +232,12 @@ def launcher_env(config_file) -> dict:
     return {k: v for k, v in env.items() if os.environ.get(k) != v}
 
 # %% ../nbs/11_launch.ipynb #8cf7c452
-@contextmanager
-def _environment(env:dict):
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try: yield
-    finally:
-        for k, v in saved.items():
-            if v is None: os.environ.pop(k, None)
-            else: os.environ[k] = v
+def _accelerate_file(path) -> Path:
+    "An accelerate config file; a relative path is read from the repository root (where `configs/accelerate/` lives)."
+    path = Path(path)
+    if not path.is_absolute() and REPO_ROOT: path = REPO_ROOT / path
+    if not path.is_file(): raise FileNotFoundError(f"{path}: no such accelerate config")
+    return path
 
 def check_accelerate_config(config_file) -> dict:
     "Load an accelerate config as `accelerate launch` would, build its DeepSpeed or FSDP plugin, and summarise it."
@@ -250,16 +247,13 @@ def check_accelerate_config(config_file) -> dict:
     env = launcher_env(config_file)
     out = {'distributed_type': str(cfg.distributed_type).split('.')[-1], 'processes': cfg.num_processes,
            'mixed_precision': str(cfg.mixed_precision).split('.')[-1], 'use_cpu': bool(cfg.use_cpu)}
-    with _environment(env):
+    with mock.patch.dict(os.environ, env):  # the plugins read the launcher's variables
         if out['distributed_type'] == 'DEEPSPEED':
             ds = DeepSpeedPlugin()
             out['zero_stage'] = ds.zero_stage
             if ds.offload_optimizer_device not in (None, 'none'): out['offload_optimizer'] = ds.offload_optimizer_device
         if out['distributed_type'] == 'FSDP': out['fsdp_version'] = FullyShardedDataParallelPlugin().fsdp_version
     return out
-
-# %% ../nbs/11_launch.ipynb #cf002b19
-TABLE5_GLOBAL_BATCH = {'critic': 8, 'sweet': 8, 'mtdpo': 8, 'rft': 32}  # examples per optimizer step in paper Table 5
 
 # %% ../nbs/11_launch.ipynb #a2e6afa8
 def model_facts(model:str, # preset name or model folder (only `config.json` is read)
@@ -313,8 +307,7 @@ def plan(what:str, # 'critic' or 'actor'
     from sweet_rl.models import ModelAssetError
     problems = []
     if isinstance(config, (str, Path)): config = load_config(CriticConfig if what == 'critic' else ActorConfig, config)
-    if accelerate_config and not Path(accelerate_config).is_absolute() and REPO_ROOT: accelerate_config = REPO_ROOT / accelerate_config
-    acc = check_accelerate_config(accelerate_config) if accelerate_config else {'distributed_type': 'NO', 'processes': 1}
+    acc = check_accelerate_config(_accelerate_file(accelerate_config)) if accelerate_config else {'distributed_type': 'NO', 'processes': 1}
     world = acc['processes']
     sharded = acc['distributed_type'] == 'FSDP' or (acc['distributed_type'] == 'DEEPSPEED' and acc.get('zero_stage') == 3)
     batch, kind = global_batch(config.batch_size, world, config.grad_accum), 'critic' if what == 'critic' else config.method
@@ -348,9 +341,7 @@ def launch_training(what:str, # 'critic' or 'actor'
     "Train with `accelerate launch ... -m sweet_rl.launch` in a subprocess; the folder of the saved critic or actor."
     import subprocess, sys
     from sweet_rl.core import write_jsonl
-    cfg_file = Path(accelerate_config)
-    if not cfg_file.is_absolute() and REPO_ROOT: cfg_file = REPO_ROOT / cfg_file
-    if not cfg_file.is_file(): raise FileNotFoundError(f"{cfg_file}: no such accelerate config")
+    cfg_file = _accelerate_file(accelerate_config)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     config.save(out / f'{what}_config.json'); write_jsonl(out / 'train_data.jsonl', records)
     cmd = [sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(cfg_file), '-m', 'sweet_rl.launch', what,

@@ -12,13 +12,13 @@ from typing import Callable, Sequence
 from tqdm.auto import tqdm
 
 from .core import Config, JsonlStore, stable_id, seed_everything
-from .models import GenerationBackend, SamplingParams
+from .models import Completion, GenerationBackend, SamplingParams
 from .envs.backend import ANSWER_MARK
 
 # %% auto #0
 __all__ = ['BACKEND_QUESTIONS', 'FRONTEND_QUESTIONS', 'RolloutConfig', 'env_factory', 'episode_id', 'score_list', 'run_rollouts',
-           'episode_metrics', 'TrajectoryView', 'RandomScorer', 'mutate_code', 'mutate_html', 'script_plan',
-           'scripted_rollouts', 'ScriptedAgent']
+           'episode_metrics', 'TrajectoryView', 'RandomScorer', 'mutate_code', 'mutate_html', 'scripted_answer',
+           'script_plan', 'scripted_rollouts', 'ScriptedAgent']
 
 # %% ../nbs/06_rollout.ipynb #459ae4f4
 @dataclass
@@ -352,6 +352,12 @@ def mutate_html(html:str, # a page (a task's reference)
 # %% ../nbs/06_rollout.ipynb #2d792dbd
 _SCRIPT_VERSION = 1  # enters the episode ids: bump when the question banks or the mutations change
 
+def scripted_answer(task, rng:random.Random, p_reference:float) -> tuple:
+    "`(answer, 'reference' or 'mutant', the mutation or None)`: the reference with probability `p_reference`, else a one-edit mutant."
+    if rng.random() < p_reference: return task.ground_truth, 'reference', None
+    answer, what = (mutate_html if task.kind == 'frontend' else mutate_code)(task.ground_truth, rng)
+    return answer, 'mutant', what
+
 def script_plan(task, # a `BackendTask` or `FrontendTask`
                 sample:int, # sample index within the task
                 max_questions:int=2, # at most this many clarifying questions
@@ -362,8 +368,7 @@ def script_plan(task, # a `BackendTask` or `FrontendTask`
     rng = random.Random(f"{seed}:{stable_id(task.to_dict())}:{sample}")
     bank = FRONTEND_QUESTIONS if task.kind == 'frontend' else BACKEND_QUESTIONS
     questions = rng.sample(bank, min(rng.randint(0, max_questions), len(bank)))
-    if rng.random() < p_reference: answer, kind, what = task.ground_truth, 'reference', None
-    else: (answer, what), kind = (mutate_html if task.kind == 'frontend' else mutate_code)(task.ground_truth, rng), 'mutant'
+    answer, kind, what = scripted_answer(task, rng, p_reference)
     return {'messages': questions + [f"{ANSWER_MARK}\n{answer}"],
             'script': {'questions': len(questions), 'answer': kind, 'mutation': what}}
 
@@ -415,7 +420,6 @@ class ScriptedAgent(GenerationBackend):
         return max(found, key=lambda t: len(t.problem_description))
 
     def complete(self, conversations:list, params:SamplingParams|None=None) -> list:
-        from sweet_rl.models import Completion
         params, out = params or SamplingParams(), []
         for i, conv in enumerate(conversations):
             task = self._task(conv)
@@ -423,7 +427,6 @@ class ScriptedAgent(GenerationBackend):
             turn = sum(m['role'] == 'assistant' for m in conv)
             if turn < self.max_turns - 1 and rng.random() < self.p_question:
                 text = rng.choice(FRONTEND_QUESTIONS if task.kind == 'frontend' else BACKEND_QUESTIONS)
-            elif rng.random() < self.p_reference: text = f"{ANSWER_MARK}\n{task.ground_truth}"
-            else: text = f"{ANSWER_MARK}\n{(mutate_html if task.kind == 'frontend' else mutate_code)(task.ground_truth, rng)[0]}"
+            else: text = f"{ANSWER_MARK}\n{scripted_answer(task, rng, self.p_reference)[0]}"
             out.append(Completion(text, len(text.split()), 'stop'))
         return out
