@@ -12,9 +12,9 @@ from typing import Any, Iterable, Iterator
 from fastcore.docments import docments
 
 # %% auto #0
-__all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'MANIFEST_PACKAGES', 'cache_dir', 'seed_everything', 'ConfigError', 'Config',
-           'atomic_write_text', 'stable_id', 'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore', 'git_state',
-           'device_info', 'run_manifest', 'write_manifest']
+__all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'MANIFEST_PACKAGES', 'cache_dir', 'seed_everything', 'ConfigError', 'expand_env',
+           'Config', 'atomic_write_text', 'stable_id', 'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore',
+           'git_state', 'device_info', 'run_manifest', 'write_manifest']
 
 # %% ../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parent if '__file__' in globals() else Path('../sweet_rl').resolve()
@@ -51,6 +51,13 @@ def seed_everything(seed:int, # seed for `random`, numpy, torch (CPU and CUDA) a
 # %% ../nbs/00_core.ipynb #9c4712c5
 class ConfigError(ValueError):
     "A config file or dict that does not match its dataclass."
+
+def expand_env(value, where:str='value'):
+    "`value` with `$VAR` / `${VAR}` filled from the environment (strings only); a variable left unset is a `ConfigError`."
+    if not isinstance(value, str) or '$' not in value: return value
+    out = os.path.expandvars(value)
+    if '$' in out: raise ConfigError(f"{where}: environment variable not set in {value!r}")
+    return out
 
 def _type_ok(value, annot) -> bool:
     "Loose check of a JSON value against a simple annotation (`int`, `float`, `str`, `bool`, `list`, `dict`, optionals)."

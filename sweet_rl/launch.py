@@ -151,18 +151,13 @@ def parse_args(argv:Sequence[str]|None=None, # arguments (default: the command l
 # %% ../nbs/11_launch.ipynb #604ddb87
 def load_config(cls, path):
     "A `CriticConfig` or `ActorConfig` from a JSON file, `${VAR}` in its strings filled from the environment."
-    from sweet_rl.core import ConfigError
+    from sweet_rl.core import ConfigError, expand_env
     path = Path(path)
     try: d = json.loads(path.read_text(encoding='utf-8'))
     except FileNotFoundError: raise FileNotFoundError(f"{path}: no such config file") from None
     except json.JSONDecodeError as e: raise ConfigError(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
     if not isinstance(d, dict): raise ConfigError(f"{path}: expected a JSON object of {cls.__name__} fields")
-    def fill(k, v):
-        if not isinstance(v, str) or '$' not in v: return v
-        out = os.path.expandvars(v)
-        if '$' in out: raise ConfigError(f"{path}: field {k!r}: environment variable not set in {v!r}")
-        return out
-    return cls.from_dict({k: fill(k, v) for k, v in d.items()}, source=str(path))
+    return cls.from_dict({k: expand_env(v, f"{path}: field {k!r}") for k, v in d.items()}, source=str(path))
 
 # %% ../nbs/11_launch.ipynb #9932b666
 def _say(info:ProcessInfo, message:str):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_pipeline.ipynb #5b74cd2d
 from __future__ import annotations
-import argparse, ast, copy, difflib, itertools, json, os, re, sys
+import argparse, ast, copy, difflib, itertools, json, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -12,7 +12,7 @@ from typing import Sequence
 import pandas as pd
 import yaml
 
-from .core import REPO_ROOT, atomic_write_text, stable_id
+from .core import REPO_ROOT, atomic_write_text, expand_env, stable_id
 from .evaluate import run_rows, task_rows
 
 # %% auto #0
@@ -155,12 +155,6 @@ def load_scales(path=None) -> dict:
     if bad: raise ValueError(f"{p}: unknown scale(s) {sorted(bad)}; scales are {', '.join(SCALES)}")
     return {s: (d or {}).get(s) or {} for s in SCALES}
 
-def _expand_vars(v):
-    if isinstance(v, str) and '$' in v:
-        out = os.path.expandvars(v)
-        if re.search(r'\$\{?\w+', out): raise ValueError(f"{v!r}: environment variable not set ({out!r})")
-        return out
-    return v
 
 def expand(study:Study, scale:str='smoke', scales:dict|None=None) -> list[tuple[str, dict]]:
     "The concrete runs `(notebook, params)` of a study at a scale, in order, without duplicates."
@@ -176,7 +170,7 @@ def expand(study:Study, scale:str='smoke', scales:dict|None=None) -> list[tuple[
         for combo in itertools.product(*grid.values()):
             for seed in study.seeds:
                 p = {**base, **dict(zip(grid, combo)), **({} if seed is None else {'seed': seed})}
-                p = {k: _expand_vars(v) for k, v in p.items()}
+                p = {k: expand_env(v, f"{study.source}: {nb} parameter {k!r}") for k, v in p.items()}
                 key = stable_id({'nb': nb, 'p': p})
                 if key not in seen: seen.add(key); out.append((nb, p))
     return out
