@@ -72,7 +72,8 @@ def win_rate_ci(mine:pd.DataFrame, theirs:pd.DataFrame, # `task_outcomes` of the
     "`(rate, low, high, n_tasks)` of `mine` beating `theirs` on `metric`, over the tasks both have (ties: half a win)."
     both = mine[['task_id', metric]].merge(theirs[['task_id', metric]], on='task_id', suffixes=('_a', '_b'))
     if both.empty: raise ValueError("the two runs share no task")
-    wins = [1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(both[f'{metric}_a'], both[f'{metric}_b'])]
+    from sweet_rl.envs.frontend import win_rate  # the library's rule for one task: a win, a tie (half) or a loss
+    wins = [win_rate([a], [b], ties='half').rate for a, b in zip(both[f'{metric}_a'], both[f'{metric}_b'])]
     return (*bootstrap_ci(wins, n_boot, seed=seed), len(wins))
 
 # %% ../nbs/09_eval.ipynb #e50ef939
