@@ -56,6 +56,7 @@ def test_activation_checkpointing_keeps_the_losses(tmp_path):
     losses = []
     for on in (False, True):
         cfg = CriticConfig(dtype='float32', lr=1e-3, batch_size=2, grad_accum=1, epochs=1, gradient_checkpointing=on)
-        train_critic(cfg, synthetic_trajectories(2), tmp_path / str(on), max_steps=2, progress=False)
+        critic = train_critic(cfg, synthetic_trajectories(2), tmp_path / str(on), max_steps=2, progress=False)
+        assert any(getattr(m, 'gradient_checkpointing', False) for m in critic.model.modules()) == on  # really recomputed
         losses.append([r['loss'] for r in map(json.loads, (tmp_path / str(on) / 'train_log.jsonl').read_text().splitlines()) if 'loss' in r])
     torch.testing.assert_close(torch.tensor(losses[1]), torch.tensor(losses[0]), atol=1e-5, rtol=1e-5)
