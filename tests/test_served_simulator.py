@@ -76,8 +76,9 @@ def _lines(path:Path) -> list[str]:
     return text[:text.rfind('\n') + 1].splitlines()
 
 
-def _kill_after_first_episode(server:_Server, out:Path, box:dict, restart:bool):
-    "Thread body: once an episode is stored, kill the server, note what is on disk, and (if `restart`) start it again."
+def _kill_after_first_episode(server:_Server, out:Path, box:dict, restart:bool, clients:list|None=None):
+    """Thread body: once an episode is stored, kill the server, note what is on disk, and (if `restart`) start it again,
+    but only after the rollout's client has met the dead server (`retries`), so the outage always hits the rollout."""
     try:
         deadline = time.monotonic() + 150
         while not _lines(out):
@@ -87,6 +88,9 @@ def _kill_after_first_episode(server:_Server, out:Path, box:dict, restart:bool):
         box['killed_at'] = time.monotonic()
         box['on_disk_at_kill'] = _lines(out)  # every episode finished before the kill (perhaps one more)
         if restart:
+            while not (clients and clients[0].retries):
+                if time.monotonic() > deadline: raise RuntimeError('the rollout never met the dead server within 150 s')
+                time.sleep(0.05)
             server.start()
             box['back_at'] = time.monotonic()
     except BaseException as e: box['error'] = e
@@ -113,12 +117,11 @@ def _check_store(out:Path, on_disk_at_kill:list[str], records:list[dict]):
 
 def test_rollout_rides_out_a_server_restart(server, agent, tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger='sweet_rl.models')
-    out, box = tmp_path / 'episodes.jsonl', {}
-    killer = threading.Thread(target=_kill_after_first_episode, args=(server, out, box, True), daemon=True)
+    out, box, clients = tmp_path / 'episodes.jsonl', {}, []
+    killer = threading.Thread(target=_kill_after_first_episode, args=(server, out, box, True, clients), daemon=True)
     killer.start()
     t0 = time.monotonic()
     # waits of at most 1 s, about 2 minutes in all: longer than a restart of the tiny server takes
-    clients = []
     records = _rollout(agent, server, out, clients, max_retries=120, backoff=0.25, max_backoff=1.0)
     finished = time.monotonic()
     killer.join(200)
