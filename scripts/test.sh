@@ -33,7 +33,15 @@ OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" nbdev_test --flags "$flags" --do_print 2
 status=${PIPESTATUS[0]}
 set -e
 if grep -q "No files were eligible for testing" "$log"; then echo "FAIL: nbdev_test tested nothing"; exit 1; fi
-[ "$status" -eq 0 ] || { echo "FAIL: nbdev_test"; exit "$status"; }
+if [ "$status" -ne 0 ]; then
+  # The tracebacks were printed when each notebook failed, possibly long before the end: repeat them (shortened)
+  # here, so that the tail of the log says what failed.
+  echo "=== nbdev_test failures (repeated from above) ==="
+  awk '/ in .*\.ipynb:$/ {on=1; n=0} on && n < 60 {print; n++} /^- Completed/ {on=0}' "$log" | grep -v '^\[IPKernelApp\]' | tail -n 80
+  awk '/ in .*\.ipynb:$/ {nb=$0} /^While Executing Cell/ {cell=$0} NF && !/^- Completed/ && !/^\[IPKernelApp\]/ {last=$0}
+       /^- Completed/ && nb != "" {print "  " nb " " cell " -> " last; nb=""}' "$log"
+  echo "FAIL: nbdev_test"; exit "$status"
+fi
 
 # 3. Library tests (they include re-rendering the committed figures from the committed results, byte for byte).
 python -m pytest tests/ -q

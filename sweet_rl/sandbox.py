@@ -209,6 +209,7 @@ def _z_isolate_files(work, work_mb, hide, expose, owner=None):
     "Writable tmpfs at `work` (owned by `owner`), empty dirs over `hide` (`expose` bound back), the rest read-only."
     under = lambda p, roots: any(p == r or p.startswith(r.rstrip('/') + '/') for r in roots)
     hide = [h for h in hide if os.path.isdir(h) and not os.path.islink(h) and h != work]
+    hide = [h for h in hide if not under(h, [r for r in hide if r != h])]  # /home/me is gone once /home is hidden
     keep = {}
     for p in sorted({os.path.realpath(p) for p in expose if os.path.isdir(p)}, key=len):
         if under(p, hide + [work]) and not under(p, keep): keep[p] = os.open(p, os.O_PATH)
@@ -474,7 +475,10 @@ def server_source() -> str:
 
 # %% ../nbs/03_sandbox.ipynb #a30084c0
 JOB_ENV = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'LANG': 'C.UTF-8', 'LC_ALL': 'C.UTF-8', 'OPENBLAS_NUM_THREADS': '1',
-           'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}
+           'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1',
+           # one string-hash seed for every worker: a set of strings then iterates in the same order whichever worker
+           # runs a job, so an answer and its reference (often run on different workers) agree on set order
+           'PYTHONHASHSEED': '0'}
 
 def _launch_command(config:SandboxConfig) -> list:
     "The `unshare` command line that starts a worker."
@@ -517,7 +521,7 @@ class Sandbox:
             c = self.config
             err = tempfile.TemporaryFile()
             self._proc = subprocess.Popen(_launch_command(c), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                          env={**JOB_ENV, 'PYTHONHASHSEED': '0', 'PYTHONDONTWRITEBYTECODE': '1'},
+                                          env={**JOB_ENV, 'PYTHONDONTWRITEBYTECODE': '1'},
                                           cwd='/', start_new_session=True, bufsize=0)
             home = os.path.expanduser('~')
             hide = list(c.hide) + ([home] if home not in ('/', *c.hide) else [])  # the user's own home, wherever it is
