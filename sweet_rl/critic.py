@@ -875,7 +875,5 @@ class VLLMScorer:
         c = self.config
         enc, k = candidate_inputs(self.tokenizer, task, history, candidates, c.use_hidden_info, c.template)
         rows = [ids[:int(m.sum())].tolist() for ids, m in zip(enc.input_ids, enc.attention_mask)]
-        pol, ref = self._logprobs(rows, self.lora), self._logprobs(rows, None)
-        T = pol.shape[1]
-        turn = torch.where(enc.attention_mask[:, :T].bool(), enc.turn_index[:, :T], torch.full_like(enc.turn_index[:, :T], -1))
-        return turn_advantages(pol, ref, turn, c.normalization, num_turns=k + 1)[:, k]
+        pol, ref = self._logprobs(rows, self.lora), self._logprobs(rows, None)  # [N, T]: T is the batch width
+        return turn_advantages(pol, ref, enc.turn_index, c.normalization, num_turns=k + 1)[:, k]  # padding has turn -1

@@ -307,14 +307,14 @@ def plan(what:str, # 'critic' or 'actor'
     sharded = acc['distributed_type'] == 'FSDP' or (acc['distributed_type'] == 'DEEPSPEED' and acc.get('zero_stage') == 3)
     batch, kind = global_batch(config.batch_size, world, config.grad_accum), 'critic' if what == 'critic' else config.method
     if batch != TABLE5_GLOBAL_BATCH[kind]:
-        problems.append(f"global batch {batch} ({batch_arithmetic(config, world)}) differs from the paper's {TABLE5_GLOBAL_BATCH[kind]} for {kind}")
+        problems.append(f"{batch_arithmetic(config, world)} differs from Table 5 for {kind}")  # the line names the paper's
     if data is not None and not Path(data).is_file(): problems.append(f"{data}: no such data file")
     out = {'what': what, 'method': kind, 'model': config.model, 'processes': world, 'sharded': sharded, 'global_batch': batch}
     try: facts = model_facts(config.model, config.lora_targets, config.lora_r)
     except (ModelAssetError, OSError, ValueError) as e: problems.append(f"model {config.model!r}: {e}"); facts = None
     if facts:
         reference = (what == 'critic' and config.head == 'sweet') or (what == 'actor' and config.method != 'rft')
-        pairs = what == 'critic' and config.head != 'value' or (what == 'actor' and config.method != 'rft')
+        pairs = (what == 'critic' and config.head != 'value') or (what == 'actor' and config.method != 'rft')
         mem = estimate_memory(facts, not config.lora, reference, world, sharded, 4 if config.dtype == 'float32' else 2,
                               config.batch_size * (2 if pairs else 1), seq_len, config.gradient_checkpointing,
                               bool(acc.get('offload_optimizer')))

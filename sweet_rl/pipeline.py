@@ -187,10 +187,10 @@ def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=Fals
     "Run every run of the study at `scale` (finished ones are skipped); return their directories, in order."
     study = study if isinstance(study, Study) else Study.load(study)
     runs = expand(study, scale)
-    declared, missing = {}, []
+    declared, missing = {}, {}  # (a dict keeps each missing path once, in order)
     for nb, p in runs:
         check_params(nb, p, declared.setdefault(nb, notebook_parameters(nb)))
-        missing += [f"{nb}: {m}" for m in missing_paths(p) if f"{nb}: {m}" not in missing]
+        missing.update(dict.fromkeys(f"{nb}: {m}" for m in missing_paths(p)))
     if missing: raise FileNotFoundError(f"{study.name} at scale {scale}: missing paths: {'; '.join(missing)}")
     if dry_run: return [run_dir_for(nb, check_params(nb, p, declared[nb]), runs_dir) for nb, p in runs]
     out = []
@@ -262,10 +262,10 @@ def plan_training(study:Study|str, scale:str='paper') -> list[dict]:
     "The launch plan (`sweet_rl.launch.plan`: world size, global batch, memory per GPU, problems) of every critic and actor a study trains through `accelerate`."
     from sweet_rl.launch import plan, train_actor_configs
     study = study if isinstance(study, Study) else Study.load(study)
-    out = []
+    out, declared = [], notebook_parameters('train_actor')  # read once, not once per run
     for nb, p in expand(study, scale):
         if nb != 'train_actor': continue
-        full = check_params(nb, p)
+        full = check_params(nb, p, declared)
         if not full['accelerate']: continue
         for what, cfg in train_actor_configs(full).items():
             out.append({'study': study.name, 'run': run_dir_for(nb, full).name, **plan(what, cfg, full['accelerate'])})

@@ -53,3 +53,21 @@ def paper_cluster(tmp_path, monkeypatch):
            'SWEET_RL_SIMULATOR_URL': 'http://simulator:8000/v1', 'SWEET_RL_VLM_SIMULATOR_URL': 'http://vlm:8000/v1'}
     for k, v in env.items(): monkeypatch.setenv(k, v)
     return tmp_path, env
+
+
+SENTINEL_LOSS = 12345.0
+
+
+@pytest.fixture
+def tag_checkpoint():
+    """Mark the losses logged in a Trainer checkpoint with a sentinel. A run that really resumes from that checkpoint
+    carries the checkpoint's log forward, so its log shows the sentinel; a run that silently starts over does not."""
+    def tag(checkpoint:Path) -> float:
+        f = Path(checkpoint) / 'trainer_state.json'
+        state = json.loads(f.read_text())
+        marked = [r for r in state['log_history'] if 'loss' in r]
+        assert marked, f"{f}: no logged loss to mark"
+        for r in marked: r['loss'] = SENTINEL_LOSS
+        f.write_text(json.dumps(state))
+        return SENTINEL_LOSS
+    return tag

@@ -162,14 +162,16 @@ def test_next_round_keeps_the_policy_and_starts_a_fresh_adapter(tmp_path):
     assert all(float(v.abs().sum()) == 0 for k, v in trained.trainable_state().items() if 'lora_B' in k)
 
 
-def test_interrupted_training_resumes_from_its_checkpoint(tmp_path):
+def test_interrupted_training_resumes_from_its_checkpoint(tmp_path, tag_checkpoint):
     "A run stopped after step 1 (its checkpoint kept, no final actor) continues at step 2 instead of starting over."
     import json, shutil
     cfg = ActorConfig(method='mtdpo', dtype='float32', lr=5e-3, batch_size=1, save_steps=1)
     first = train_actor(cfg, TRAJ_PAIRS * 2, tmp_path, max_steps=1, progress=False)
-    assert (tmp_path / 'checkpoints' / 'checkpoint-1').is_dir()
+    sentinel = tag_checkpoint(tmp_path / 'checkpoints' / 'checkpoint-1')
     shutil.rmtree(tmp_path / 'actor')  # as if the process had died after the checkpoint
     resumed = train_actor(cfg, TRAJ_PAIRS * 2, tmp_path, max_steps=2, progress=False)
-    steps = [r['step'] for r in map(json.loads, (tmp_path / 'train_log.jsonl').read_text().splitlines()) if 'loss' in r]
-    assert steps == [1, 2]  # step 1 comes from the checkpoint's history, only step 2 was trained now
+    log = [r for r in map(json.loads, (tmp_path / 'train_log.jsonl').read_text().splitlines()) if 'loss' in r]
+    assert [r['step'] for r in log] == [1, 2]
+    # step 1 comes from the checkpoint (a fresh start would have logged a real loss there); only step 2 trained now
+    assert log[0]['loss'] == sentinel and log[1]['loss'] != sentinel
     assert any(not torch.equal(v, first.trainable_state()[k]) for k, v in resumed.trainable_state().items())

@@ -334,17 +334,19 @@ def test_learning_check_on_synthetic_trajectories(tmp_path):
     assert wins / len(held_pairs) >= 0.75, wins
 
 
-def test_train_critic_resumes_from_checkpoint(tmp_path):
+def test_train_critic_resumes_from_checkpoint(tmp_path, tag_checkpoint):
     "An interrupted run continues from its last checkpoint, and its log keeps every step once."
     syn = synthetic_trajectories(4, seed=3)
     cfg = CriticConfig(dtype='float32', lora_r=4, lora_targets=['q_proj', 'v_proj'], lr=1e-3, epochs=3, batch_size=4,
                        grad_accum=1, save_steps=1, save_total_limit=1)
     train_critic(cfg, syn, tmp_path, progress=False, max_steps=2)
-    assert (tmp_path / 'checkpoints' / 'checkpoint-2').is_dir()
+    sentinel = tag_checkpoint(tmp_path / 'checkpoints' / 'checkpoint-2')
     import shutil; shutil.rmtree(tmp_path / 'critic')  # as if the run had stopped after step 2
     train_critic(cfg, syn, tmp_path, progress=False)
     log = [json.loads(l) for l in (tmp_path / 'train_log.jsonl').read_text().splitlines()]
     assert [r['step'] for r in log if 'bt' in r] == [1, 2, 3]
+    # steps 1-2 come from the checkpoint (a fresh start would have logged real losses there); only step 3 trained now
+    assert [r['loss'] == sentinel for r in log if 'bt' in r] == [True, True, False]
     with pytest.raises(FileNotFoundError, match='not a saved Critic'): Critic.load(tmp_path)
 
 

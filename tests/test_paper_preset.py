@@ -9,6 +9,8 @@ from sweet_rl.launch import ACCELERATE_CONFIGS, plan
 from sweet_rl.pipeline import reproduce
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
 def test_paper_preset_dry_run_plans_every_training(paper_cluster):
     out = reproduce('paper', dry_run=True)
     assert out['problems'] == [], out['problems']

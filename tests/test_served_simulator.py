@@ -1,7 +1,7 @@
 """Simulators as servers: a rollout whose simulated human is a real `transformers serve` process on 127.0.0.1, killed and
 restarted in the middle of the run. The rollout either rides out the restart or, when its retry budget runs out, fails
 with every finished episode on disk and completes on a rerun; no episode is lost or stored twice."""
-import json, logging, os, shutil, socket, subprocess, sys, threading, time
+import json, os, shutil, socket, subprocess, sys, threading, time
 from pathlib import Path
 
 import httpx
@@ -115,8 +115,7 @@ def _check_store(out:Path, on_disk_at_kill:list[str], records:list[dict]):
     for r in records: assert r == stored[ids.index(r['id'])]
 
 
-def test_rollout_rides_out_a_server_restart(server, agent, tmp_path, caplog):
-    caplog.set_level(logging.WARNING, logger='sweet_rl.models')
+def test_rollout_rides_out_a_server_restart(server, agent, tmp_path):
     out, box, clients = tmp_path / 'episodes.jsonl', {}, []
     killer = threading.Thread(target=_kill_after_first_episode, args=(server, out, box, True, clients), daemon=True)
     killer.start()
@@ -128,12 +127,11 @@ def test_rollout_rides_out_a_server_restart(server, agent, tmp_path, caplog):
     assert 'error' not in box, box.get('error')
     assert 1 <= len(box['on_disk_at_kill']) < N_TASKS, f"the server died in the middle of the rollout ({len(box['on_disk_at_kill'])} stored)"
     assert clients[0].retries > 0, 'the rollout met the dead server and retried'
-    logged = [r for r in caplog.records if r.name == 'sweet_rl.models' and 'retry' in r.getMessage()]
     assert finished > box['back_at'], f"the rollout finished only after the server was back ({finished - box['back_at']:.1f} s)"
     assert len(records) == N_TASKS
     _check_store(out, box['on_disk_at_kill'], records)
     print(f"killed after {len(box['on_disk_at_kill'])} episodes, down {box['back_at'] - box['killed_at']:.1f} s, "
-          f"{clients[0].retries} retries ({len(logged)} logged), rollout {finished - t0:.1f} s")
+          f"{clients[0].retries} retries, rollout {finished - t0:.1f} s")
 
 
 def test_rollout_that_gives_up_resumes_on_rerun(server, agent, tmp_path):
