@@ -14,16 +14,19 @@ import torch
 from tqdm.auto import tqdm
 
 from .core import Config, JsonlStore, seed_everything, stable_id
-from .models import LORA_TARGETS, SamplingParams, TransformersBackend, add_lora, encode_conversations, load_model
+from .data import chat_message
+from .models import (LORA_TARGETS, SamplingParams, TransformersBackend, add_lora, encode_conversations, end_of_turn_ids,
+                             generation_prompt_ids, load_model)
 from .critic import (ObjectiveTrainer, PairConfig, SavedWeights, _as_record, _checkpoints, _Examples, _policy_logprobs,
-                             _write_results, agent_nll, checkpoint_activations, frozen_reference, is_success,
-                             make_pairs, training_arguments)
+                             _write_results, agent_nll, checkpoint_activations, example_lengths, frozen_reference,
+                             is_success, make_pairs, training_arguments, within_length)
 from .rollout import _scorer_label, score_list
 
 # %% auto #0
 __all__ = ['METHODS', 'ActorConfig', 'CandidateConfig', 'actor_prompt', 'actor_conversation', 'offline_turns',
-           'sample_candidates', 'score_turns', 'rank_pairs', 'sweet_pairs', 'turn_pair_ids', 'rft_examples',
-           'mtdpo_examples', 'ActorCollator', 'ActorTrainer', 'pair_margins', 'Actor', 'train_actor']
+           'sample_candidates', 'score_turns', 'rank_pairs', 'sweet_pairs', 'completion_ids', 'turn_pair_ids',
+           'rft_examples', 'mtdpo_examples', 'conversation_lengths', 'ActorCollator', 'ActorTrainer', 'pair_margins',
+           'Actor', 'train_actor']
 
 # %% ../nbs/08_actor.ipynb #943e2fea
 METHODS = ('sweet', 'rft', 'mtdpo')
@@ -46,7 +49,7 @@ class ActorConfig(Config):
     grad_accum:int=1 # global batch = batch_size x processes x grad_accum (paper: 8; rft 32)
     warmup_ratio:float=0.1
     weight_decay:float=0.0
-    max_length:int|None=None # sweet: drop longer pairs; rft, mtdpo: refuse longer conversations (None: no limit)
+    max_length:int|None=None # training skips (and reports) longer pairs or conversations (None: no limit; release: 8192)
     gradient_checkpointing:bool=False # recompute activations in the backward pass (long dialogues on large models)
     save_steps:int=50
     save_total_limit:int=2
@@ -78,15 +81,13 @@ class CandidateConfig(Config):
 # %% ../nbs/08_actor.ipynb #afbc2c1e
 def actor_prompt(env, # an environment of the task's kind (`BackendEnv`, `FrontendEnv`)
                  task:dict, history:Sequence[dict]) -> list[dict]:
-    "The chat the actor sees before its next turn: the environment's first message for `task`, then `history`."
-    env.reset(task)
-    env.history = [{'role': m['role'], 'content': m['content']} for m in history]
-    return env.observation()
+    "The chat the actor saw before its next turn after `history` (a saved dialogue): its live observation."
+    return env.replay(task, history)
 
 def actor_conversation(trajectory, env) -> list[dict]:
-    "A trajectory as the actor lived it: the prompt it started from, then the whole dialogue."
+    "A trajectory as the actor lived it: its prompt, then every turn after the request."
     r = _as_record(trajectory)
-    return actor_prompt(env, r['task'], []) + [{'role': m['role'], 'content': m['content']} for m in r['dialogue_history']]
+    return env.replay(r['task'], r['dialogue_history'])
 
 def offline_turns(trajectories:Sequence, # offline trajectory records (dicts or `Trajectory`)
                   make_env:Callable, # () -> an environment of the trajectories' task kind
@@ -97,7 +98,7 @@ def offline_turns(trajectories:Sequence, # offline trajectory records (dicts or 
     env, out, seen = make_env(), [], set()
     for t in trajectories[:math.ceil(data_fraction * len(trajectories))]:
         r = _as_record(t)
-        hist = [{'role': m['role'], 'content': m['content']} for m in r['dialogue_history']]
+        hist = [chat_message(m) for m in r['dialogue_history']]
         for i, m in enumerate(hist):
             if m['role'] != 'assistant': continue
             tid = stable_id({'task': r['task'], 'history': hist[:i]})
@@ -184,22 +185,25 @@ def sweet_pairs(records:Sequence[dict], # from `sample_candidates`
     return rows
 
 # %% ../nbs/08_actor.ipynb #5cd6c881
+def completion_ids(tokenizer, text:str, # the agent's message, any text (empty, whitespace, special-token look-alikes)
+                   eot:int|None=None, # the end-of-turn token (default: the chat template's)
+                  ) -> list[int]:
+    "A completion as trained: the message tokenized on its own, look-alikes of special tokens kept as text, then end-of-turn."
+    eot = end_of_turn_ids(tokenizer)[0] if eot is None else eot
+    return tokenizer(text, add_special_tokens=False, split_special_tokens=True)['input_ids'] + [eot]
+
+def _completion_text(x) -> str:
+    "A completion's text: a string, or one assistant message."
+    msgs = _assistant(x)
+    if len(msgs) != 1 or msgs[0]['role'] != 'assistant': raise ValueError(f"a completion is one assistant message, got {len(msgs)} messages")
+    return msgs[0]['content']
+
 def turn_pair_ids(tokenizer, row:dict, # `{prompt, chosen, rejected}` (completions: strings or one assistant message)
                  ) -> dict:
-    "`{prompt_ids, chosen_ids, rejected_ids}`: a completion is exactly the agent's message and its end-of-turn token."
-    prompt = [{'role': m['role'], 'content': m['content']} for m in row['prompt']]
-    k = sum(m['role'] == 'assistant' for m in prompt)  # the candidate's agent-turn index
-    enc = encode_conversations(tokenizer, [prompt + _assistant(row['chosen']), prompt + _assistant(row['rejected'])])
-    parts = []
-    for b in range(2):
-        n = int(enc.attention_mask[b].sum())
-        ids, pos = enc.input_ids[b, :n].tolist(), (enc.turn_index[b, :n] == k).nonzero().flatten().tolist()
-        if not pos or pos[-1] - pos[0] + 1 != len(pos):
-            raise ValueError("the agent's message is not one contiguous run of tokens under this chat template")
-        parts.append((ids[:pos[0]], ids[pos[0]:pos[-1] + 1]))
-    if parts[0][0] != parts[1][0]:
-        raise ValueError("the chosen and rejected conversations tokenize their shared prompt differently")
-    return {'prompt_ids': parts[0][0], 'chosen_ids': parts[0][1], 'rejected_ids': parts[1][1]}
+    "`{prompt_ids, chosen_ids, rejected_ids}`: the generation prompt, and each candidate's tokens with its end-of-turn token."
+    eot = end_of_turn_ids(tokenizer)[0]
+    return {'prompt_ids': generation_prompt_ids(tokenizer, [chat_message(m) for m in row['prompt']]),
+            **{f'{k}_ids': completion_ids(tokenizer, _completion_text(row[k]), eot) for k in ('chosen', 'rejected')}}
 
 def _turn_dpo_trainer():
     "`TurnDPOTrainer`, built on first use (importing TRL takes seconds)."
@@ -226,6 +230,11 @@ def mtdpo_examples(trajectories:Sequence, make_env:Callable,
     env = make_env()
     return [{'chosen': actor_conversation(p['chosen'], env), 'rejected': actor_conversation(p['rejected'], env)}
             for p in make_pairs(trajectories, pair_config)]
+
+def conversation_lengths(tokenizer, conversations:Sequence[list], batch_size:int=64) -> list[int]:
+    "Tokens of each templated conversation."
+    return [int(n) for s in range(0, len(conversations), batch_size)
+            for n in encode_conversations(tokenizer, conversations[s:s + batch_size]).attention_mask.sum(-1)]
 
 @dataclass
 class ActorCollator:
@@ -321,9 +330,9 @@ def train_actor(config:ActorConfig, # the policy, the method and its hyperparame
         from datasets import Dataset
         from trl import DPOConfig
         rows = [turn_pair_ids(actor.tokenizer, r) for r in examples]
-        if config.max_length:
-            rows = [r for r in rows if len(r['prompt_ids']) + max(len(r['chosen_ids']), len(r['rejected_ids'])) <= config.max_length]
-            if not rows: raise ValueError(f"every pair is longer than max_length={config.max_length}")
+        lengths = [len(r['prompt_ids']) + max(len(r['chosen_ids']), len(r['rejected_ids'])) for r in rows]
+        rows = within_length(rows, lengths, config.max_length, out_dir, 'per-turn DPO pairs')
+        if not rows: raise ValueError(f"every pair is longer than max_length={config.max_length}")
         args = training_arguments(config, ckpt, max_steps, progress, actor.device.type, args_class=DPOConfig,
                                   beta=config.beta, loss_type=['sigmoid', 'sft'], loss_weights=[1.0, config.nll_coef], max_length=None,
                                   gradient_checkpointing=config.gradient_checkpointing,
@@ -331,6 +340,9 @@ def train_actor(config:ActorConfig, # the policy, the method and its hyperparame
         trainer = _turn_dpo_trainer()(model=actor.model, ref_model=actor.ref_model, args=args,
                                       train_dataset=Dataset.from_list(rows), processing_class=actor.tokenizer)
     else:
+        lengths = example_lengths(examples, lambda convs: conversation_lengths(actor.tokenizer, convs))
+        examples = within_length(examples, lengths, config.max_length, out_dir, f'{config.method} training examples')
+        if not examples: raise ValueError(f"every training example is longer than max_length={config.max_length}")
         args = training_arguments(config, ckpt, max_steps, progress, actor.device.type)
         if config.gradient_checkpointing: checkpoint_activations(actor.model)
         trainer = ActorTrainer(model=actor.model, args=args, train_dataset=_Examples(examples), processing_class=actor.tokenizer,

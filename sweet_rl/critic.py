@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_critic.ipynb #17e31e84
 from __future__ import annotations
-import copy, random, re
+import copy, json, random, re, warnings
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,19 +15,19 @@ import torch.nn.functional as F
 
 from transformers import Trainer
 
-from .core import Config, seed_everything, stable_id, write_jsonl
-from .data import detect_kind
+from .core import Config, atomic_write_text, seed_everything, stable_id, write_jsonl
+from .data import detect_kind, dialogue_turns, format_dialogue
 from .models import (LORA_TARGETS, EncodedConversations, SamplingParams, _causal_lm, add_lora, encode_conversations,
                              load_model, load_tokenizer, make_backend, per_turn, resolve_model_path, token_logprobs)
 
 # %% auto #0
-__all__ = ['NORMALIZATIONS', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_INFO', 'HEADS', 'JUDGE_PROMPT', 'token_log_ratio',
+__all__ = ['NORMALIZATIONS', 'PAIR_RULES', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_INFO', 'HEADS', 'JUDGE_PROMPT', 'token_log_ratio',
            'turn_advantages', 'trajectory_score', 'bt_loss', 'agent_nll', 'CriticLoss', 'critic_loss', 'PairConfig',
            'is_success', 'make_pairs', 'training_info', 'critic_messages', 'encode_critic_inputs', 'frozen_reference',
-           'critic_logprobs', 'candidate_inputs', 'score_candidates_full', 'score_candidates', 'CriticConfig',
-           'pool_turns', 'HeadModel', 'CriticCollator', 'ObjectiveTrainer', 'CriticTrainer', 'training_examples',
-           'SavedWeights', 'Critic', 'checkpoint_activations', 'training_arguments', 'train_critic',
-           'synthetic_trajectories', 'parse_verdict', 'JudgeScorer', 'VLLMScorer']
+           'critic_logprobs', 'ranking_normalization', 'candidate_inputs', 'score_candidates_full', 'score_candidates',
+           'CriticConfig', 'pool_turns', 'HeadModel', 'CriticCollator', 'ObjectiveTrainer', 'CriticTrainer',
+           'training_examples', 'example_lengths', 'within_length', 'SavedWeights', 'Critic', 'checkpoint_activations',
+           'training_arguments', 'train_critic', 'synthetic_trajectories', 'parse_verdict', 'JudgeScorer', 'VLLMScorer']
 
 # %% ../nbs/07_critic.ipynb #a612ea40
 NORMALIZATIONS = ('paper', 'release', 'none')
@@ -107,17 +107,31 @@ def critic_loss(chosen_policy:torch.Tensor, chosen_ref:torch.Tensor, chosen_turn
 # %% ../nbs/07_critic.ipynb #6c97b2a0
 @dataclass
 class PairConfig(Config):
-    "How preference pairs are formed from several rollouts of each task."
-    require_success:bool=True # pair a task only when its best rollout succeeds (released protocol)
-    success_threshold:float=1.0 # reward counting as success for records without a `success` field
-    min_reward_gap:float=0.0 # rejected needs reward <= best - gap (always strictly lower than the best)
+    "How preference pairs are formed from several rollouts of each task (defaults: the released backend rule)."
+    pairing:str='best' # 'best': the best rollout against each lower one; 'gap': every two rollouts at least `min_reward_gap` apart
+    require_success:bool=True # pair only when the chosen rollout succeeds ('best': the task's best; released backend rule)
+    success_threshold:float=1.0 # reward counting as success for records without a `success` field (also RFT's and the value head's)
+    min_reward_gap:float=0.0 # rejected needs reward <= chosen - gap (always strictly lower than the chosen)
     max_pairs_per_task:int|None=None # keep at most this many pairs per task (seeded sample); None keeps all
     seed:int=0 # seed for ties among best rollouts and the sample
 
     def __post_init__(self):
+        if self.pairing not in ('best', 'gap'): raise ValueError(f"pairing must be 'best' or 'gap', got {self.pairing!r}")
         if self.max_pairs_per_task is not None and self.max_pairs_per_task < 1:
             raise ValueError(f"max_pairs_per_task must be a positive number or None, got {self.max_pairs_per_task!r}")
         if self.min_reward_gap < 0: raise ValueError(f"min_reward_gap must be >= 0, got {self.min_reward_gap!r}")
+
+    @classmethod
+    def rule(cls, name:str, # 'backend' or 'frontend': one of the released code's pair rules (`PAIR_RULES`)
+             **overrides) -> 'PairConfig':
+        "The released pair rule `name`, with any field overridden (e.g. `seed`)."
+        if name not in PAIR_RULES: raise ValueError(f"pair rule must be one of {sorted(PAIR_RULES)}, got {name!r}")
+        return cls(**{**PAIR_RULES[name], **overrides})
+
+PAIR_RULES = {  # the released code's pair rules, by task kind
+    'backend': dict(pairing='best', require_success=True, success_threshold=1.0, min_reward_gap=0.0),
+    'frontend': dict(pairing='gap', require_success=False, success_threshold=0.99, min_reward_gap=0.1),
+}
 
 def _as_record(t) -> dict:
     if isinstance(t, dict): return t
@@ -148,14 +162,16 @@ def make_pairs(trajectories:Sequence, # trajectory records (dicts or `Trajectory
     for key, rolls in groups.items():
         rng = random.Random(f"{cfg.seed}:{key}")  # per-task stream: independent of the other tasks
         canon = sorted(range(len(rolls)), key=lambda i: stable_id(rolls[i]))  # choices do not depend on input order
-        top = max(r['reward'] for r in rolls)
-        best = rolls[rng.choice([i for i in canon if rolls[i]['reward'] == top])]
-        if cfg.require_success and not is_success(best, cfg.success_threshold): continue
-        losers = [i for i in canon if rolls[i]['reward'] < top and rolls[i]['reward'] <= top - cfg.min_reward_gap]
-        if cfg.max_pairs_per_task is not None and len(losers) > cfg.max_pairs_per_task:
-            losers = rng.sample(losers, cfg.max_pairs_per_task)
-        losers = [rolls[i] for i in sorted(losers)]  # back in input order
-        pairs += [{'task_id': key, 'chosen': best, 'rejected': r} for r in losers]
+        apart = lambda c, r: rolls[r]['reward'] < rolls[c]['reward'] and rolls[r]['reward'] <= rolls[c]['reward'] - cfg.min_reward_gap
+        if cfg.pairing == 'best':
+            top = max(r['reward'] for r in rolls)
+            best = rng.choice([i for i in canon if rolls[i]['reward'] == top])
+            found = [(best, r) for r in canon if apart(best, r)]
+        else: found = [(c, r) for c in canon for r in canon if apart(c, r)]
+        found = [(c, r) for c, r in found if not cfg.require_success or is_success(rolls[c], cfg.success_threshold)]
+        if cfg.max_pairs_per_task is not None and len(found) > cfg.max_pairs_per_task:
+            found = rng.sample(found, cfg.max_pairs_per_task)
+        pairs += [{'task_id': key, 'chosen': rolls[c], 'rejected': rolls[r]} for c, r in sorted(found, key=lambda p: (p[1], p[0]))]  # input order
     return pairs
 
 # %% ../nbs/07_critic.ipynb #b57ab1de
@@ -187,8 +203,7 @@ def critic_messages(trajectory, # trajectory record (dict or `Trajectory`)
     template = template or (CRITIC_PROMPT if use_hidden_info else CRITIC_PROMPT_NO_INFO)
     first = template.format(problem_description=task['problem_description'],
                             reference=training_info(task) if use_hidden_info else '')
-    history = [{'role': m['role'], 'content': m['content']} for m in r['dialogue_history']]
-    return [{'role': 'user', 'content': first}] + history
+    return [{'role': 'user', 'content': first}] + dialogue_turns(r['dialogue_history'])
 
 def encode_critic_inputs(tokenizer, trajectories:Sequence,
                          use_hidden_info:bool=True, # include the training-time information
@@ -229,15 +244,17 @@ def critic_logprobs(model, # a peft model (LoRA critic), or any causal LM when `
     return policy, ref
 
 # %% ../nbs/07_critic.ipynb #dc6be63e
+def ranking_normalization(normalization:str) -> str:
+    "How one turn's candidates are ranked: `release` ranks by each candidate's own mean, as `paper` does."
+    _check_normalization(normalization)
+    return 'paper' if normalization == 'release' else normalization
+
 def _advantage_of_last_turn(ratio:torch.Tensor, # [N, S] log-ratio of each candidate token (0 elsewhere)
                             mask:torch.Tensor, # [N, S] True for the candidate's agent tokens
-                            history_count:int, # agent tokens of the shared history (for `release`)
                             normalization:str) -> torch.Tensor:
-    n = mask.sum(-1).to(ratio.dtype)
     total = (ratio * mask).sum(-1)
-    if normalization == 'paper': return total / n.clamp(min=1)
-    if normalization == 'none': return total
-    return total / (n + history_count).clamp(min=1)
+    if ranking_normalization(normalization) == 'none': return total
+    return total / mask.sum(-1).to(ratio.dtype).clamp(min=1)
 
 def _forward(model, ids, mask, cache=None, logits_to_keep=0):
     out = model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True, logits_to_keep=logits_to_keep)
@@ -276,7 +293,7 @@ def score_candidates_full(model, tokenizer, task:dict, history:Sequence[dict], c
         for s in range(0, len(candidates), batch_size):
             b = EncodedConversations(*(x[s:s + batch_size] for x in enc))
             pol, ref = critic_logprobs(model, b, ref_model)
-            out.append(turn_advantages(pol, ref, b.turn_index.to(pol.device), normalization, num_turns=k + 1)[:, k])
+            out.append(turn_advantages(pol, ref, b.turn_index.to(pol.device), ranking_normalization(normalization), num_turns=k + 1)[:, k])
     return torch.cat(out).cpu()
 
 # %% ../nbs/07_critic.ipynb #dd193c6f
@@ -305,7 +322,6 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
     if P < 1: return score_candidates_full(model, tokenizer, task, history, candidates, use_hidden_info,
                                            normalization, template, ref_model, batch_size)
     dev = next(model.parameters()).device
-    history_count = int((enc.turn_index[0, :P] >= 0).sum())
     ctx_ids = enc.input_ids[:1, :P].to(dev)
     runs = {'policy': lambda: nullcontext(model), 'ref': lambda: frozen_reference(model, ref_model)}
     with torch.inference_mode():
@@ -326,7 +342,7 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
                 first = _gather_lp(last[:, -1].expand(n, -1), suffix[:, 0])  # the context's last logit predicts token P
                 lp[name] = torch.cat([first[:, None], _gather_lp(logits[:, :-1], suffix[:, 1:])], 1)
             tmask = (turn[:, P:P + S] == k).to(dev)
-            scores.append(_advantage_of_last_turn(lp['policy'] - lp['ref'], tmask, history_count, normalization))
+            scores.append(_advantage_of_last_turn(lp['policy'] - lp['ref'], tmask, normalization))
     return torch.cat(scores).cpu()
 
 # %% ../nbs/07_critic.ipynb #6857c499
@@ -353,7 +369,7 @@ class CriticConfig(Config):
     grad_accum:int=2 # global batch = batch_size x processes x grad_accum (paper: 8)
     warmup_ratio:float=0.1
     weight_decay:float=0.0
-    max_length:int|None=4096 # refuse longer critic inputs (None: no limit)
+    max_length:int|None=4096 # training skips (and reports) examples whose critic input is longer (None: no limit; release: 8192)
     save_steps:int=50
     save_total_limit:int=2
     logging_steps:int=1
@@ -523,6 +539,31 @@ def training_examples(trajectories:Sequence, head:str='sweet', pair_config:PairC
         out.append({'trajectory': r, 'label': float(is_success(r, thr))})
     return out
 
+def example_lengths(examples:Sequence[dict], # `{chosen, rejected}`, `{trajectory, label}` or `{conversation}` rows
+                    measure, # sequences -> their lengths in tokens, in one call
+                   ) -> list[int]:
+    "Tokens of each example's longest sequence."
+    parts = [[e[k] for k in ('trajectory', 'conversation', 'chosen', 'rejected') if k in e] for e in examples]
+    flat, out, at = measure([s for p in parts for s in p]), [], 0
+    for p in parts: out.append(max(flat[at:at + len(p)])); at += len(p)
+    return out
+
+def within_length(examples:Sequence[dict], # training examples
+                  lengths:Sequence[int], # tokens of each example (its longest sequence)
+                  max_length:int|None, # the bound (None: keep all)
+                  out_dir=None, # where `length_report.json` is written
+                  what:str='training examples', # named in the warning
+                 ) -> list[dict]:
+    "The examples within `max_length` tokens. Over-long ones are skipped, counted and reported, never fatal to a run."
+    keep = [e for e, n in zip(examples, lengths) if max_length is None or n <= max_length]
+    report = {'max_length': max_length, 'n_examples': len(examples), 'n_skipped': len(examples) - len(keep),
+              'longest': max(lengths, default=0), 'policy': 'skip over-long examples'}
+    if out_dir is not None: atomic_write_text(Path(out_dir) / 'length_report.json', json.dumps(report, indent=2) + '\n')
+    if report['n_skipped']:
+        warnings.warn(f"{what}: skipped {report['n_skipped']} of {len(examples)} longer than max_length={max_length} tokens "
+                      f"(longest: {report['longest']})" + (f"; see {Path(out_dir) / 'length_report.json'}" if out_dir is not None else ''))
+    return keep
+
 class _Examples(torch.utils.data.Dataset):
     def __init__(self, rows): self.rows = list(rows)
     def __len__(self): return len(self.rows)
@@ -594,8 +635,13 @@ class Critic(SavedWeights):
 
     # --------------------------------------------------------------- whole trajectories
     def encode(self, trajectories:Sequence) -> EncodedConversations:
+        "Critic inputs of whole trajectories (scoring reads inputs of any length; `max_length` bounds training only)."
         c = self.config
-        return encode_critic_inputs(self.tokenizer, trajectories, c.use_hidden_info, c.template, c.max_length)
+        return encode_critic_inputs(self.tokenizer, trajectories, c.use_hidden_info, c.template)
+
+    def input_lengths(self, trajectories:Sequence, batch_size:int=64) -> list[int]:
+        "Tokens of the critic's input for each trajectory (what `max_length` bounds in training)."
+        return [int(n) for s in range(0, len(trajectories), batch_size) for n in self.encode(trajectories[s:s + batch_size]).attention_mask.sum(-1)]
 
     def turn_scores(self, trajectories:Sequence, batch_size:int=8) -> list[torch.Tensor]:
         "Score of every agent turn of each trajectory: A_θ (sweet), head value (regression), success logit (value)."
@@ -726,10 +772,14 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
         return Critic.load(done, device)
     examples = training_examples(trajectories, config.head, pair_config)
     if not examples:
-        raise ValueError("no training examples: no task has a rollout pair whose best rollout succeeds "
-                         "(add rollouts, lower success_threshold, or set require_success=False)")
+        raise ValueError("no training examples: no task has a rollout pair under this pair rule "
+                         "(add rollouts, or use another rule: PairConfig.rule('frontend') pairs by reward gap)")
     if critic is None: critic = Critic.build(config, device)
     elif critic.config.to_dict() != config.to_dict(): raise ValueError("critic was built with another config")
+    if config.max_length is not None and hasattr(critic, 'input_lengths'):  # the vision critic bounds its inputs by characters and pixels
+        examples = within_length(examples, example_lengths(examples, critic.input_lengths), config.max_length, out_dir,
+                                 'critic training examples')
+        if not examples: raise ValueError(f"every training example is longer than max_length={config.max_length} tokens")
     args = training_arguments(config, out_dir / 'checkpoints', max_steps, progress, critic.device.type)
     critic.model.train()
     if config.gradient_checkpointing: checkpoint_activations(critic.model)
@@ -815,7 +865,7 @@ class JudgeScorer:
     def prompt(self, task:dict, history:Sequence[dict], first:str, second:str) -> str:
         ref = ''
         if self.use_hidden_info: ref = f"Reference answer (hidden from the agent):\n{training_info(task)[:self.reference_chars]}\n\n"
-        dialogue = '\n\n'.join(f"{'Agent' if m['role'] == 'assistant' else 'Human'}: {m['content']}" for m in history) or '(nothing yet)'
+        dialogue = format_dialogue(history, 'Agent', 'Human', empty='(nothing yet)')
         return self.template.format(problem_description=task['problem_description'], reference_block=ref,
                                     dialogue=dialogue, first=first, second=second)
 
@@ -876,4 +926,4 @@ class VLLMScorer:
         enc, k = candidate_inputs(self.tokenizer, task, history, candidates, c.use_hidden_info, c.template)
         rows = [ids[:int(m.sum())].tolist() for ids, m in zip(enc.input_ids, enc.attention_mask)]
         pol, ref = self._logprobs(rows, self.lora), self._logprobs(rows, None)  # [N, T]: T is the batch width
-        return turn_advantages(pol, ref, enc.turn_index, c.normalization, num_turns=k + 1)[:, k]  # padding has turn -1
+        return turn_advantages(pol, ref, enc.turn_index, ranking_normalization(c.normalization), num_turns=k + 1)[:, k]  # padding has turn -1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib, json, re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Iterable, Iterator
+from typing import ClassVar, Iterable, Iterator, Sequence
 
 from fastcore.basics import patch
 from tqdm import tqdm
@@ -16,8 +16,9 @@ from .core import ASSETS_DIR, REPO_ROOT, JsonlError, atomic_write_text, read_jso
 
 # %% auto #0
 __all__ = ['BACKEND_ONLY', 'SIGNATURE_MARKER', 'KINDS', 'TASK_CLASSES', 'OFFLINE_TRAJECTORIES', 'SAMPLE_DIR', 'DataError',
-           'FrontendTask', 'BackendTask', 'detect_kind', 'task_from_dict', 'Turn', 'Trajectory', 'save_tasks',
-           'save_trajectories', 'task_file', 'load_tasks', 'load_trajectories', 'split_tasks', 'sample_tasks']
+           'FrontendTask', 'BackendTask', 'detect_kind', 'task_from_dict', 'Turn', 'Trajectory', 'chat_message',
+           'request_turn', 'dialogue_turns', 'cut_text', 'format_dialogue', 'save_tasks', 'save_trajectories',
+           'task_file', 'load_tasks', 'load_trajectories', 'split_tasks', 'subset_by_task', 'sample_tasks']
 
 # %% ../nbs/01_data.ipynb #d32c6e3f
 class DataError(JsonlError):
@@ -216,6 +217,34 @@ def from_dict(cls:Trajectory, d:dict, path=None, line:int|None=None, strict:bool
     return cls(task, turns, r.get('answer', (str, type(None)), 'a string or null'), r.get('reward', (int, float), 'a number'),
                extra=r.extra(cls._fields, strict), key_order=tuple(d))
 
+# %% ../nbs/01_data.ipynb #6124288a
+def chat_message(turn) -> dict:
+    "A turn (dict or `Turn`) as a plain chat message `{role, content}`."
+    return {'role': turn['role'], 'content': turn['content']} if isinstance(turn, dict) else {'role': turn.role, 'content': turn.content}
+
+def request_turn(task) -> dict:
+    "The turn every official dialogue opens with: the person's request (`problem_description`)."
+    return {'role': 'user', 'content': task['problem_description'] if isinstance(task, dict) else task.problem_description}
+
+def dialogue_turns(history:Sequence, # a dialogue (dicts or `Turn`s), with or without the opening request
+                  ) -> list[dict]:
+    "The turns after the person's opening request, as `{role, content}` messages."
+    turns = [chat_message(t) for t in history]
+    return turns[1:] if turns and turns[0]['role'] == 'user' else turns
+
+# %% ../nbs/01_data.ipynb #72d20d89
+def cut_text(text:str, max_chars:int|None) -> str:
+    "`text` cut to `max_chars` characters, marked ` [...]` where it was cut (None: whole)."
+    return text if max_chars is None or len(text) <= max_chars else text[:max_chars] + ' [...]'
+
+def format_dialogue(history:Sequence, # turns after the request (an opening request is dropped too)
+                    agent:str='Assistant', human:str='You', # how each side is named
+                    max_chars:int|None=None, # cut each message to this many characters (None: whole)
+                    empty:str='', # text for a dialogue with no turns
+                   ) -> str:
+    "The dialogue as text, `Name: message` paragraphs."
+    return '\n\n'.join(f"{agent if t['role'] == 'assistant' else human}: {cut_text(t['content'], max_chars)}" for t in dialogue_turns(history)) or empty
+
 # %% ../nbs/01_data.ipynb #834975df
 def _read_records(path:Path, progress:bool|None=None, limit:int|None=None) -> Iterator[tuple[int, object]]:
     "Yield `(line, value)` per record of a JSONL file; malformed JSON and empty files raise `DataError`."
@@ -316,6 +345,25 @@ def split_tasks(tasks:list, # task records (or any records with `to_dict`, or pl
     keys = [stable_id([seed, t.to_dict() if hasattr(t, 'to_dict') else t]) for t in tasks]
     test_idx = set(sorted(range(len(tasks)), key=lambda i: (keys[i], i))[:n_test])
     return [t for i, t in enumerate(tasks) if i not in test_idx], [t for i, t in enumerate(tasks) if i in test_idx]
+
+# %% ../nbs/01_data.ipynb #bb58fed1
+def _task_key(trajectory) -> str:
+    task = trajectory['task'] if isinstance(trajectory, dict) else trajectory.task
+    return stable_id(task if isinstance(task, dict) else task.to_dict())
+
+def subset_by_task(trajectories:Sequence, # trajectory records (dicts or `Trajectory`), several rollouts per task
+                   n:int, # at most this many trajectories
+                  ) -> list:
+    "The trajectories of the first tasks (in order of first appearance) whose rollouts add up to at most `n`, in file order."
+    if not isinstance(n, int) or n < 1: raise ValueError(f"n must be a positive number of trajectories, got {n!r}")
+    counts = {}
+    for t in trajectories: counts[_task_key(t)] = counts.get(_task_key(t), 0) + 1
+    keep, total = set(), 0
+    for key, c in counts.items():
+        if total + c > n: break
+        keep.add(key); total += c
+    if not keep: raise ValueError(f"n={n} is fewer than the {next(iter(counts.values()), 0)} rollouts of the first task; take at least one whole task")
+    return [t for t in trajectories if _task_key(t) in keep]
 
 # %% ../nbs/01_data.ipynb #83bd6bbb
 SAMPLE_DIR = ASSETS_DIR / 'colbench'

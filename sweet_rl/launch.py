@@ -357,13 +357,14 @@ def train_actor_configs(params:dict, # the parameters of `nbs/train_actor.ipynb`
     p = params
     out = {'actor': ActorConfig(model=p['model'], method=p['method'], lora=p['lora'], lr=p['lr'], beta=p['beta'],
                                 nll_coef=p['nll_coef'], epochs=p['epochs'], batch_size=p['batch_size'],
-                                grad_accum=p['grad_accum'], seed=p['seed'], save_steps=25,
+                                grad_accum=p['grad_accum'], seed=p['seed'], save_steps=25, max_length=p['max_length'] or None,
                                 gradient_checkpointing=p['gradient_checkpointing'])}
     if p['method'] == 'sweet' and not p['critic_dir']:
         out['critic'] = CriticConfig(model=p['critic_model'], head=p['critic_head'], normalization=p['critic_normalization'],
                                      use_hidden_info=p['critic_use_hidden_info'], lora=p['critic_lora'], lr=p['critic_lr'],
                                      batch_size=p['critic_batch_size'], grad_accum=p['critic_grad_accum'],
-                                     epochs=p['critic_epochs'], seed=p['seed'], gradient_checkpointing=p['gradient_checkpointing'])
+                                     epochs=p['critic_epochs'], seed=p['seed'], max_length=p['max_length'] or None,
+                                     gradient_checkpointing=p['gradient_checkpointing'])
     return out
 
 # %% ../nbs/11_launch.ipynb #837b75ba

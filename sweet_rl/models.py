@@ -19,11 +19,12 @@ from .core import Config, atomic_write_text, cache_dir
 # %% auto #0
 __all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'RETRY_STATUS', 'BACKENDS', 'ModelPreset', 'ModelAssetError',
            'assemble_gguf', 'preset_dir', 'fetch_model', 'cpu_supports_bf16', 'resolve_dtype', 'resolve_model_path',
-           'load_tokenizer', 'load_model', 'add_lora', 'check_conversations', 'end_of_turn_ids', 'SamplingParams',
-           'Completion', 'truncate_at_stop', 'GenerationBackend', 'TransformersBackend', 'GenerationError',
-           'OpenAIBackend', 'VLLMBackend', 'BackendConfig', 'parse_backend_spec', 'make_backend',
-           'assistant_char_spans', 'EncodedConversations', 'turn_index_from_offsets', 'encode_conversations',
-           'token_logprobs', 'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn', 'main']
+           'load_tokenizer', 'load_model', 'add_lora', 'check_conversations', 'generation_prompt_ids',
+           'end_of_turn_ids', 'SamplingParams', 'Completion', 'truncate_at_stop', 'GenerationBackend',
+           'TransformersBackend', 'GenerationError', 'OpenAIBackend', 'VLLMBackend', 'BackendConfig',
+           'parse_backend_spec', 'make_backend', 'assistant_char_spans', 'EncodedConversations',
+           'turn_index_from_offsets', 'encode_conversations', 'token_logprobs', 'ScoredConversation',
+           'score_conversations', 'TurnStats', 'per_turn', 'main']
 
 # %% ../nbs/02_models.ipynb #4661c1c3
 @dataclass(frozen=True)
@@ -252,6 +253,10 @@ def check_conversations(conversations, multimodal:bool=False) -> list:
 # %% ../nbs/02_models.ipynb #f93a0802
 def _render(tokenizer, messages, add_generation_prompt=False) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+
+def generation_prompt_ids(tokenizer, messages:list) -> list[int]:
+    "Token ids of the prompt a model generates its next turn from: the chat template with its assistant header."
+    return tokenizer(_render(tokenizer, messages, add_generation_prompt=True), add_special_tokens=False)['input_ids']
 
 def end_of_turn_ids(tokenizer, model=None) -> list[int]:
     "Token ids that end an assistant turn: the chat template's end-of-turn token plus the model's EOS ids."

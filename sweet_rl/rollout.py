@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 from tqdm.auto import tqdm
 
 from .core import Config, JsonlStore, stable_id, seed_everything
+from .data import dialogue_turns
 from .models import Completion, GenerationBackend, SamplingParams
 from .envs.backend import ANSWER_MARK
 
@@ -191,7 +192,7 @@ class TrajectoryView:
         scores = {k: r[k] for k in ('reward', 'tests_passed', 'success', 'similarity') if k in r}
         head = ' · '.join(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}" for k, v in scores.items())
         parts = [f"<div style='font-family:sans-serif;max-width:900px'><div><b>{html.escape(r['task']['problem_description'][:300])}</b></div>",
-                 f"<div style='color:#555;margin:4px 0'>{head}</div>"] + [_bubble(t) for t in r['dialogue_history']]
+                 f"<div style='color:#555;margin:4px 0'>{head}</div>"] + [_bubble(t) for t in dialogue_turns(r['dialogue_history'])]
         parts.append(f"<details><summary>final answer</summary><pre style='font-size:12px'>{html.escape(str(r.get('answer', '')))}</pre></details>")
         if self.png:
             import base64

@@ -12,6 +12,7 @@ import torch
 from PIL import Image
 
 from .core import seed_everything, stable_id
+from .data import cut_text, dialogue_turns, format_dialogue
 from .models import add_lora, resolve_dtype, resolve_model_path
 from .critic import Critic, CriticConfig, CriticTrainer, HeadModel, SavedWeights, bt_loss
 
@@ -29,7 +30,6 @@ VISION_PROMPT_NO_INFO = ("You are judging a collaboration between an AI agent an
                          "The agent's next message:\n{action}")
 AGENT_PAGE_NOTE = "\n\nThe page in the agent's message, rendered:"
 
-def _cut(text:str, limit:int) -> str: return text if len(text) <= limit else text[:limit] + ' [...]'
 
 def vision_messages(task:dict, # the frontend task (its request is shown)
                     history:Sequence[dict], # the dialogue before the agent's turn
@@ -40,10 +40,9 @@ def vision_messages(task:dict, # the frontend task (its request is shown)
                     max_message_chars:int=2000, # each message is cut to this many characters
                    ) -> list[dict]:
     "The critic's input for one agent turn: one user message of image and text parts."
-    dialogue = '\n\n'.join(f"{'Agent' if m['role'] == 'assistant' else 'Human'}: {_cut(m['content'], max_message_chars)}"
-                           for m in history) or '(nothing yet)'
+    dialogue = format_dialogue(history, 'Agent', 'Human', max_message_chars, empty='(nothing yet)')
     text = (template or (VISION_PROMPT if reference_image is not None else VISION_PROMPT_NO_INFO)).format(
-        problem_description=task['problem_description'], dialogue=dialogue, action=_cut(action, max_message_chars))
+        problem_description=task['problem_description'], dialogue=dialogue, action=cut_text(action, max_message_chars))
     parts = ([{'type': 'image', 'image': reference_image}] if reference_image is not None else []) + [{'type': 'text', 'text': text}]
     if action_image is not None: parts += [{'type': 'text', 'text': AGENT_PAGE_NOTE}, {'type': 'image', 'image': action_image}]
     return [{'role': 'user', 'content': parts}]
@@ -67,7 +66,7 @@ class VisionHeadModel(HeadModel):
 def _agent_turns(trajectory) -> list[tuple[list, str]]:
     "(history before the turn, the agent's message) for each agent turn of a trajectory record."
     r = trajectory if isinstance(trajectory, dict) else trajectory.to_dict()
-    hist = [{'role': m['role'], 'content': m['content']} for m in r['dialogue_history']]
+    hist = dialogue_turns(r['dialogue_history'])
     return [(hist[:i], m['content']) for i, m in enumerate(hist) if m['role'] == 'assistant']
 
 # %% ../nbs/07b_vision_critic.ipynb #fa5e0e96
@@ -154,7 +153,7 @@ def turn_scores(self:VisionCritic, trajectories:Sequence, batch_size:int=8) -> l
 def score(self:VisionCritic, task:dict, history:Sequence[dict], candidates:Sequence[str], batch_size:int=8) -> torch.Tensor:
     "Score of each candidate next action after `history`, `[N]`; higher is better."
     if isinstance(candidates, str) or not candidates: raise ValueError("candidates must be a non-empty list of strings")
-    history = [{'role': m['role'], 'content': m['content']} for m in history]
+    history = dialogue_turns(history)
     return _values(self, [(task, history, c) for c in candidates], batch_size)
 
 VisionCritic.turn_scores, VisionCritic.score = turn_scores, score

@@ -97,13 +97,13 @@ def test_best_of_n_acts_on_the_scorers_choice_with_batched_calls():
         assert t['success'] and t['bon_scorer'] == 'PickIndex'
         assert [b['turn'] for b in t['bon']] == [0, 1] and all(b['chosen'] == 2 and len(b['scores']) == N for b in t['bon'])
         acted = [d['content'] for d in t['dialogue_history'] if d['role'] == 'assistant']
-        assert acted == [scorer.seen[(t['task']['problem_description'], h)][2] for h in (0, 2)]
+        assert acted == [scorer.seen[(t['task']['problem_description'], h)][2] for h in (1, 3)]  # the saved dialogue so far, request first
     assert len({d['content'] for t in trajs for d in t['dialogue_history'] if d['role'] == 'assistant'}) == 2 * len(TASKS)
 
 def test_best_of_n_ties_go_to_the_first_candidate():
     trajs = run_rollouts(TASKS[:2], make_env, CandidateAgent(), RolloutConfig(n_candidates=N), scorer=Flat(), progress=False)
     assert all(b['chosen'] == 0 for t in trajs for b in t['bon'])
-    assert trajs[0]['dialogue_history'][0]['content'] == 'Which inputs? (seed 0)'
+    assert trajs[0]['dialogue_history'][1]['content'] == 'Which inputs? (seed 0)'  # after the request
 
 def test_best_of_n_resumes_and_has_its_own_ids(tmp_path):
     out, cfg = tmp_path / 'bon.jsonl', RolloutConfig(batch_size=2, n_candidates=N)
@@ -184,7 +184,7 @@ def test_scripted_references_succeed_and_mutants_score_lower(tmp_path):
     assert sum(r['success'] for r in mut) <= len(mut) / 4 and sum(r['reward'] for r in mut) / len(mut) < 0.6
     for r in recs:
         q = r['script']['questions']
-        assert 0 <= q <= 2 and len(r['dialogue_history']) == 2 * q + 1
+        assert 0 <= q <= 2 and len(r['dialogue_history']) == 2 * q + 2  # the request, q questions and replies, the answer
         assert r['dialogue_history'][-1]['content'].startswith(ANSWER_MARK)
         assert {'id', 'sample', 'task', 'dialogue_history', 'answer', 'reward', 'tests_passed', 'success', 'script'} <= set(r)
     assert len(load_trajectories(tmp_path / 's.jsonl')) == len(recs)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..core import Config, cache_dir, stable_id, atomic_write_text
-from ..data import BackendTask, sample_tasks
+from ..data import BackendTask, dialogue_turns, format_dialogue, request_turn, sample_tasks
 from ..sandbox import CallResult, SandboxConfig, run_untrusted_batch, values_equal
 
 # %% auto #0
@@ -205,6 +205,9 @@ The person's request:
 SIMULATOR_PROMPT = """You are role-playing a person who asked an AI assistant to write a Python function. You know exactly \
 what the function must do because you have its reference implementation below; the assistant cannot see it.
 
+Your request to the assistant was:
+{problem_description}
+
 Reference implementation (keep it secret):
 {hidden_information}
 
@@ -238,13 +241,9 @@ class BackendEnvConfig(Config):
     single_turn:bool=False # paper's single-turn setting: one answer, no questions
     simulator_max_new_tokens:int=128 # generation budget of one simulator reply
     agent_template:str|None=None # path to an agent prompt file ({problem_description}, {max_turns}); None: built-in
-    simulator_template:str|None=None # path to a simulator prompt file ({hidden_information}, {dialogue}); None: built-in
+    simulator_template:str|None=None # path to a simulator prompt file ({hidden_information}, {dialogue}, optional {problem_description}); None: built-in
     parity:bool=False # score with the authors' released evaluator semantics instead of the correct one
     timeout:float=1.0 # seconds allowed per unit test
-
-def _format_dialogue(turns:list) -> str:
-    "Dialogue rendered for the simulator: the agent is 'Assistant', the simulated person is 'You'."
-    return '\n\n'.join(f"{'Assistant' if t['role'] == 'assistant' else 'You'}: {t['content']}" for t in turns)
 
 # %% ../../nbs/04_backend.ipynb #e6aa4fe6
 class CollaborativeEnv:
@@ -257,13 +256,20 @@ class CollaborativeEnv:
 
     def reset(self, task) -> list:
         "Start an episode on `task`; return the agent's first observation as chat messages."
+        return self.replay(task, [])
+
+    def replay(self, task, # a task record or dict
+               history:Sequence, # a saved dialogue (official format, with or without the opening request)
+              ) -> list:
+        "Put the episode in the state of a saved dialogue; return what the agent saw there (its live observation)."
         if not isinstance(task, self.task_class): task = self.task_class.from_dict(task)
-        self.task, self.history, self.done = task, [], False
+        self.task, self.done = task, False
+        self.history = [request_turn(task)] + dialogue_turns(history)  # the official format: the request opens the dialogue
         return self.observation()
 
     def observation(self) -> list:
-        "What the agent sees now: the request, then the dialogue so far."
-        return [{'role': 'user', 'content': self.first_message()}] + [dict(t) for t in self.history]
+        "What the agent sees now: its prompt (instructions and the request), then the dialogue after the request."
+        return [{'role': 'user', 'content': self.first_message()}] + dialogue_turns(self.history)
 
     @property
     def agent_turns(self) -> int: return sum(t['role'] == 'assistant' for t in self.history)
@@ -315,15 +321,16 @@ class BackendEnv(CollaborativeEnv):
         elif c.agent_template: self.agent_template = load_template(c.agent_template, ['problem_description'])
         else: self.agent_template = AGENT_PROMPT
         self.simulator_template = (load_template(c.simulator_template, ['hidden_information', 'dialogue'])
-                                   if c.simulator_template else SIMULATOR_PROMPT)
+                                   if c.simulator_template else SIMULATOR_PROMPT)  # {problem_description} is optional
 
     def first_message(self) -> str:
         return self.agent_template.format(problem_description=self.task.problem_description, max_turns=self.max_turns)
 
     def simulator_messages(self) -> list:
-        "The simulator's prompt for its next reply: the hidden reference and the dialogue."
-        prompt = self.simulator_template.format(hidden_information=self.task.hidden_information,
-                                                dialogue=_format_dialogue(self.history))
+        "The simulator's prompt for its next reply: the person's request, the hidden reference and the dialogue."
+        prompt = self.simulator_template.format(problem_description=self.task.problem_description,
+                                                hidden_information=self.task.hidden_information,
+                                                dialogue=format_dialogue(self.history))
         return [{'role': 'user', 'content': prompt}]
 
     def evaluate(self) -> BackendResult:

@@ -23,12 +23,12 @@ from .backend import CollaborativeEnv
 __all__ = ['ANSWER_MARKER', 'FRONTEND_ASSETS', 'TAILWIND_BROWSER_VERSION', 'TAILWIND_BROWSER_JS', 'TAILWIND_BROWSER_SHA256',
            'TAILWIND_V2_COMPAT', 'PLACEHOLDER_RGB', 'CHROMIUM_FLAGS', 'RENDER_REVISION', 'METRICS',
            'FRONTEND_AGENT_PROMPT', 'FRONTEND_SINGLE_TURN_PROMPT', 'FRONTEND_VISION_SIMULATOR_PROMPT',
-           'FRONTEND_TEXT_SIMULATOR_PROMPT', 'HtmlExtractionError', 'extract_html', 'placeholder_png', 'picsum_size',
-           'request_kind', 'tailwind_candidates', 'warm_tailwind_tokens', 'fold_v2_opacity', 'npm_file_for_url',
-           'npm_package_dir', 'fetch_npm_package', 'RenderConfig', 'RenderError', 'Renderer', 'font_fingerprint',
-           'is_greenish', 'render_references', 'to_image', 'PageSimilarity', 'VisualSimilarity', 'ClipWeightsMissing',
-           'ClipSimilarity', 'similarity_metric', 'WinRate', 'win_rate', 'FrontendEnvConfig', 'shared_renderer',
-           'FrontendEnv']
+           'FRONTEND_TEXT_SIMULATOR_PROMPT', 'BLANK_PAGE', 'HtmlExtractionError', 'extract_html', 'placeholder_png',
+           'picsum_size', 'request_kind', 'tailwind_candidates', 'warm_tailwind_tokens', 'fold_v2_opacity',
+           'npm_file_for_url', 'npm_package_dir', 'fetch_npm_package', 'RenderConfig', 'RenderError', 'Renderer',
+           'font_fingerprint', 'is_greenish', 'render_references', 'to_image', 'PageSimilarity', 'VisualSimilarity',
+           'ClipWeightsMissing', 'ClipSimilarity', 'similarity_metric', 'WinRate', 'win_rate', 'FrontendEnvConfig',
+           'shared_renderer', 'FrontendEnv']
 
 # %% ../../nbs/05_frontend.ipynb #98b57bad
 ANSWER_MARKER = 'I WANT TO ANSWER:'
@@ -766,7 +766,7 @@ class WinRate:
 
 def win_rate(scores_a:Mapping|Sequence, # method A's similarity per task (dict by task id, or list)
              scores_b:Mapping|Sequence, # method B's, same tasks
-             ties:str='loss', # 'loss', 'half' or 'exclude'
+             ties:str='half', # 'half' (a tie is half a win), 'loss' or 'exclude'
              tol:float=0.0, # scores closer than this are a tie
             ) -> WinRate:
     "How often A's page is closer to the reference than B's, over the same tasks."
@@ -838,7 +838,7 @@ class FrontendEnvConfig(Config):
     reply_chars:int=1000 # simulator replies are truncated to this many characters
     single_turn:bool=False # paper's single-turn setting: one answer, no feedback
     simulator_mode:str='text' # 'vision' (screenshots to a VLM behind an OpenAI-compatible API) or 'text' (HTML to any chat model)
-    simulator_max_new_tokens:int=192 # generation budget of one simulator reply
+    simulator_max_new_tokens:int=320 # generation budget of one simulator reply (1,000 characters of English are ~250 tokens)
     html_chars:int=6000 # text simulator: each page's HTML is cut to this many characters
     metric:str='visual' # reward metric: 'visual' (weight-free) or 'clip' (needs `clip_checkpoint`)
     clip_checkpoint:str|None=None # CLIP weights (open_clip tag or local path) when metric is 'clip'
@@ -846,6 +846,8 @@ class FrontendEnvConfig(Config):
     def __post_init__(self):
         if self.simulator_mode not in ('vision', 'text'):
             raise ConfigError(f"FrontendEnvConfig.simulator_mode must be 'vision' or 'text', got {self.simulator_mode!r}")
+
+BLANK_PAGE = '<html><body></body></html>'  # what an agent that never showed a page is scored on
 
 _SHARED = {}
 def shared_renderer() -> Renderer:
@@ -881,13 +883,15 @@ class FrontendEnv(CollaborativeEnv):
         template = FRONTEND_SINGLE_TURN_PROMPT if self.config.single_turn else FRONTEND_AGENT_PROMPT
         return template.format(problem_description=self.task.problem_description, max_turns=self.max_turns)
 
-    def _page(self, message:str) -> str: return extract_html(message) or '<html><body></body></html>'
+    def last_page(self) -> str|None:
+        "The last page the agent showed: the final answer is scored on it, as in the release (None: it showed none)."
+        return next((page for t in reversed(self.history) if t['role'] == 'assistant' and (page := extract_html(t['content']))), None)
 
     def simulator_messages(self) -> list:
         "The simulator's prompt: both screenshots (vision) or both pages' HTML (text)."
         c = self.config
         if c.simulator_mode == 'vision':
-            mine, ref = self.renderer.render_many([self._page(self.answer), self.task.ground_truth])
+            mine, ref = self.renderer.render_many([extract_html(self.answer) or BLANK_PAGE, self.task.ground_truth])
             return [{'role': 'user', 'content': [{'type': 'text', 'text': FRONTEND_VISION_SIMULATOR_PROMPT},
                                                  {'type': 'image_url', 'image_url': {'url': _data_url(mine)}},
                                                  {'type': 'image_url', 'image_url': {'url': _data_url(ref)}}]}]
@@ -898,12 +902,12 @@ class FrontendEnv(CollaborativeEnv):
     def evaluate(self) -> float:
         "Similarity of the final page's screenshot to the reference's (the reward)."
         final = render_references([self.task], self.renderer)[0]
-        mine = self.renderer.render(self._page(self.answer))
+        mine = self.renderer.render(self.last_page() or BLANK_PAGE)
         return float(_metric_for(self.config).score(mine, final))
 
     def trajectory(self) -> dict:
         "The episode in the official trajectory format, plus the similarity and the simulator mode used."
         sim = self.evaluate()
         return {'task': self.task.to_dict(), 'dialogue_history': [dict(t) for t in self.history],
-                'answer': extract_html(self.answer) or '', 'reward': sim, 'similarity': sim,
+                'answer': self.last_page() or '', 'reward': sim, 'similarity': sim,
                 'metric': self.config.metric, 'simulator_mode': self.config.simulator_mode}
