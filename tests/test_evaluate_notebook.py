@@ -20,5 +20,5 @@ def test_frontend_single_turn_with_win_rate(tmp_path):
                         compare_to=first / 'trajectories.jsonl')
     by_task = lambda d: {json.dumps(r['task'], sort_keys=True): r['similarity'] for r in map(json.loads, (d / 'trajectories.jsonl').read_text().splitlines())}
     a, b = by_task(second), by_task(first)
-    wins = sum(a[k] > b[k] for k in a)
+    wins = sum(a[k] > b[k] for k in a) + 0.5 * sum(a[k] == b[k] for k in a)  # ties count one half, as in Table 2
     assert (m2['win_rate_n'], m2['win_rate']) == (2, wins / 2)

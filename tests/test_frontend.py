@@ -266,8 +266,8 @@ def test_clip_open_clip_checkpoint_path(tmp_path, renderer):
 def test_win_rate_policies():
     a, b = [0.9, 0.4, 0.5, None, None], [0.8, 0.6, 0.5, None, 0.1]
     assert (win_rate(a, b).wins, win_rate(a, b).ties, win_rate(a, b).losses) == (1, 2, 2)
-    assert win_rate(a, b).rate == pytest.approx(1 / 5)
-    assert win_rate(a, b, ties='half').rate == pytest.approx(2 / 5)
+    assert win_rate(a, b).rate == pytest.approx(2 / 5)  # default: a tie is half a win (Table 2's rule)
+    assert win_rate(a, b, ties='loss').rate == pytest.approx(1 / 5)
     assert win_rate(a, b, ties='exclude').rate == pytest.approx(1 / 3)
     assert np.isnan(win_rate([0.5], [0.5], ties='exclude').rate)
     with pytest.raises(ValueError, match='ties must be'): win_rate(a, b, ties='draw')
