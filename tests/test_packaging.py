@@ -38,3 +38,25 @@ def test_paths_do_not_depend_on_cwd(tmp_path):
     out = subprocess.run([sys.executable, '-c', 'from sweet_rl.core import PKG_DIR, REPO_ROOT; print(PKG_DIR); print(REPO_ROOT)'],
                          cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
     assert Path(out[0]) == ROOT / 'sweet_rl' and Path(out[1]) == ROOT
+
+def test_wheel_builds_without_warnings_and_carries_every_file(tmp_path):
+    "The wheel pip builds holds every module and every file under sweet_rl/assets, and setuptools warns about nothing."
+    import shutil, zipfile, pytest, setuptools
+    if int(setuptools.__version__.split('.')[0]) < 77: pytest.skip('pyproject.toml builds with setuptools >= 77')
+    src = tmp_path / 'src'  # a copy, so that the build leaves no build/ or egg-info in the checkout
+    shutil.copytree(ROOT / 'sweet_rl', src / 'sweet_rl', ignore=shutil.ignore_patterns('__pycache__', '*.pyc', '.ipynb_checkpoints'))
+    for f in ['setup.py', 'settings.ini', 'pyproject.toml', 'MANIFEST.in', 'README.md']: shutil.copy(ROOT / f, src / f)
+    r = subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--no-index', '--no-build-isolation',
+                        '-w', str(tmp_path / 'whl'), str(src)], capture_output=True, text=True)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert 'Warning:' not in out, out  # e.g. "License classifiers are deprecated", "Package 'sweet_rl.assets...' is absent"
+    with zipfile.ZipFile(next((tmp_path / 'whl').glob('sweet_rl-*.whl'))) as z:
+        names = set(z.namelist())
+        meta = z.read(next(n for n in names if n.endswith('.dist-info/METADATA'))).decode()
+    pkg = src / 'sweet_rl'
+    want = {f.relative_to(src).as_posix() for f in pkg.rglob('*') if f.is_file() and (f.suffix == '.py' or 'assets' in f.parts)}
+    assert {'sweet_rl/envs/frontend.py', 'sweet_rl/assets/colbench/backend_tasks/test.jsonl',
+            'sweet_rl/assets/frontend/tailwindcss-browser-4.3.4.js'} <= want
+    assert want <= names, f"missing from the wheel: {sorted(want - names)}"
+    assert 'License-Expression: Apache-2.0' in meta.splitlines() and 'Classifier: License ::' not in meta
