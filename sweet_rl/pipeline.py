@@ -16,24 +16,27 @@ from .core import REPO_ROOT, atomic_write_text, expand_env, stable_id
 from .evaluate import run_rows, task_rows
 
 # %% auto #0
-__all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'SCALES', 'ARTIFACTS', 'README_START',
-           'README_END', 'notebook_path', 'notebook_parameters', 'check_params', 'run_dir_for', 'is_finished',
-           'run_notebook', 'Study', 'load_scales', 'expand', 'missing_paths', 'run_study', 'collect',
-           'render_artifacts', 'readme_section', 'update_readme', 'plan_training', 'reproduce', 'main']
+__all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'SCALES', 'ARTIFACTS',
+           'README_START', 'README_END', 'notebook_path', 'notebook_parameters', 'check_params', 'run_dir_for',
+           'is_finished', 'run_notebook', 'Study', 'load_scales', 'expand', 'missing_paths', 'run_study', 'collect',
+           'render_artifacts', 'readme_section', 'update_readme', 'model_label', 'plan_training', 'reproduce', 'main']
 
 # %% ../nbs/10_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
 NBS_DIR, STUDIES_DIR, RUNS_DIR = ROOT / 'nbs', ROOT / 'studies', ROOT / 'runs'
+PAPER_NBS_DIR = NBS_DIR / 'paper'  # the notebooks of the paper's tables and figures
 RESULTS_DIR, FIGURES_DIR = ROOT / 'results', ROOT / 'figures'
 SCALES = ('smoke', 'small', 'paper')
 
 def notebook_path(name, nbs_dir=None) -> Path:
-    "The notebook `name` (with or without `.ipynb`) in `nbs_dir` (default: the repository's `nbs/`)."
+    "The notebook `name` (with or without `.ipynb`): an absolute path, or found in `nbs_dir` (default `nbs/`), then its `paper/`."
     p = Path(name)
     if p.suffix != '.ipynb': p = p.with_suffix('.ipynb')
-    if not p.is_absolute(): p = Path(nbs_dir or NBS_DIR) / p
-    if not p.is_file(): raise FileNotFoundError(f"{p}: no such notebook")
-    return p
+    root = Path(nbs_dir or NBS_DIR)
+    tried = [p] if p.is_absolute() else [root / p, root / 'paper' / p]
+    for q in tried:
+        if q.is_file(): return q
+    raise FileNotFoundError(f"{' or '.join(map(str, tried))}: no such notebook")
 
 # %% ../nbs/10_pipeline.ipynb #8896bc1f
 _TYPES = {'int': (int,), 'float': (int, float), 'str': (str,), 'bool': (bool,)}
@@ -77,7 +80,7 @@ def is_finished(run_dir, full_params:dict) -> bool:
     drop = lambda d: {k: v for k, v in d.items() if k != 'out_dir'}
     return (run_dir / 'metrics.json').is_file() and drop(saved) == drop(full_params)
 
-def run_notebook(notebook, # name in `nbs/` or a path
+def run_notebook(notebook, # name in `nbs/` or `nbs/paper/`, or a path
                  params:dict|None=None, # parameters to set (checked against the notebook's declaration)
                  runs_dir=None, # root of the run directories (default `runs/`)
                  force:bool=False, # run even when a finished run exists
@@ -256,6 +259,12 @@ def update_readme(readme=None, figures_dir=None) -> bool:
     new = head + readme_section(figures_dir) + rest.split(README_END, 1)[1]
     if new != text: atomic_write_text(readme, new)
     return new != text
+
+# %% ../nbs/10_pipeline.ipynb #ec242079
+def model_label(spec) -> str:
+    "A model as readers know it: a preset's Hugging Face name (`SmolLM2-135M-Instruct`), else the last part of the path."
+    from sweet_rl.models import PRESETS
+    return PRESETS[spec].hf_id.split('/')[-1] if spec in PRESETS else Path(str(spec)).name
 
 # %% ../nbs/10_pipeline.ipynb #0e1c0bfa
 def plan_training(study:Study|str, scale:str='paper') -> list[dict]:

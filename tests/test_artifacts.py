@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from sweet_rl.pipeline import ARTIFACTS, FIGURES_DIR, RESULTS_DIR, ROOT, readme_section, render_artifacts
+from sweet_rl.pipeline import (ARTIFACTS, FIGURES_DIR, PAPER_NBS_DIR, RESULTS_DIR, ROOT, notebook_path, readme_section,
+                               render_artifacts)
 
 needs_results = pytest.mark.skipif(not all((RESULTS_DIR / f'{a}.csv').is_file() for a in ARTIFACTS),
                                    reason='no committed results yet (run `make reproduce SCALE=small`)')
@@ -27,4 +28,5 @@ def test_readme_results_section_is_current():
 
 def test_every_artifact_has_a_notebook_and_a_study():
     for a in ARTIFACTS:
-        assert (ROOT / 'nbs' / f'{a}.ipynb').is_file() and (ROOT / 'studies' / f'{a}.yaml').is_file(), a
+        assert (ROOT / 'nbs' / 'paper' / f'{a}.ipynb').is_file() and (ROOT / 'studies' / f'{a}.yaml').is_file(), a
+        assert notebook_path(a) == PAPER_NBS_DIR / f'{a}.ipynb' and not (ROOT / 'nbs' / f'{a}.ipynb').exists(), a
