@@ -11,7 +11,8 @@ import argparse, json, platform, random, sys, time
 import torch
 from peft import LoraConfig, get_peft_model
 
-from sweet_rl.critic import candidate_inputs, score_candidates, score_candidates_full
+from sweet_rl.critic import candidate_inputs
+from sweet_rl.scorers import score_candidates, score_candidates_full
 from sweet_rl.models import DEFAULT_MODEL, load_model
 
 WORDS = ('value list index count total item name key order sort filter merge split range limit default empty none '

@@ -42,8 +42,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     assert torch.cuda.is_available(), 'this check needs a CUDA GPU'
     from sweet_rl.actor import Actor, ActorConfig, pair_margins, train_actor
-    from sweet_rl.critic import (Critic, CriticConfig, make_pairs, score_candidates, score_candidates_full,
-                                 synthetic_trajectories, train_critic)
+    from sweet_rl.critic import Critic, CriticConfig, make_pairs, synthetic_trajectories, train_critic
+    from sweet_rl.scorers import score_candidates, score_candidates_full
     from sweet_rl.models import SamplingParams
     tmp = Path(tempfile.mkdtemp())
     path = str(tiny_model(Path(a.config_dir), tmp / 'model', a.layers))
@@ -103,6 +103,7 @@ def main(argv=None):
     from sweet_rl.models import TransformersBackend, load_model
     from sweet_rl.rollout import RolloutConfig, env_factory, episode_metrics, run_rollouts, scripted_rollouts
     from sweet_rl.sandbox import sandbox_available
+    from sweet_rl.scorers import CriticScorer
     t0 = time.perf_counter()
     tasks = sorted(sample_tasks('backend'), key=lambda t: len(t.problem_description))
     sim = TransformersBackend(*load_model(path, dtype='auto', device='cuda'))
@@ -112,7 +113,7 @@ def main(argv=None):
                           tmp / 'pipe_critic', max_steps=2, progress=False)
     actor = Actor.build(ActorConfig(model=path, method='sweet', dtype='auto'), device='cuda')
     recs = sample_candidates(actor.backend(), offline_turns(offline, make_env, 0.5), CandidateConfig(n_candidates=4, max_new_tokens=32), progress=False)
-    rows = sweet_pairs(recs, score_turns(critic, recs, progress=False), 2)
+    rows = sweet_pairs(recs, score_turns(CriticScorer(critic), recs, progress=False), 2)
     if rows: actor = train_actor(ActorConfig(model=path, method='sweet', dtype='auto', lr=1e-4, batch_size=2), rows, tmp / 'pipe_actor',
                                  max_steps=2, progress=False, actor=actor)
     evals = run_rollouts(tasks[:2], env_factory('backend', sim, max_turns=2), actor.backend(), RolloutConfig(max_new_tokens=48), progress=False)

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The main job at smoke scale: set-up, then zero-shot collaborative evaluation of the packaged default model
-# (agent and simulated human) on a few bundled ColBench backend tasks. Output: runs/smoke/ (metrics.json,
-# trajectories.jsonl, params.json, manifest.json, and the executed notebook).
+# The main command: set-up, then nbs/quickstart.ipynb. A SWEET-RL critic and a value-function critic, trained alike on
+# scripted offline data of 20 bundled backend tasks, judge pairs of rollouts of 20 tasks neither has seen; it prints
+# their held-out accuracy with 95% intervals next to chance, and one held-out episode as a chat.
+# Output: runs/smoke/ (summary.md, episode.txt, quickstart.png, metrics.json, the executed notebook, the critics' runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 out=runs/smoke
 mkdir -p "$out"
-papermill nbs/evaluate.ipynb "$out/evaluate.ipynb" --cwd nbs -p out_dir "$PWD/$out" "$@"
-echo "metrics:"; cat "$out/metrics.json"
+papermill nbs/quickstart.ipynb "$out/quickstart.ipynb" --cwd nbs -p out_dir "$PWD/$out" "$@"
+echo; cat "$out/summary.md"; echo; cat "$out/episode.txt"
+echo; echo "The notebook with its plot and the episode as a chat: $out/quickstart.ipynb"

@@ -17,6 +17,9 @@ if [ "$before" != "$after" ]; then
   exit 1
 fi
 
+# Library notebooks are committed with their executed outputs (what a reader sees in JupyterLab or on GitHub).
+python scripts/notebook_outputs.py --check
+
 # Committed paper outputs: no test may change them (pytest checks its own session too, in tests/conftest.py).
 # (only the folders that exist: find exits non-zero on a missing one, which set -e -o pipefail turns into a silent exit)
 outputs() { local d=(); for x in figures results; do [ -d "$x" ] && d+=("$x"); done; [ ${#d[@]} -eq 0 ] || find "${d[@]}" -type f -print0 | sort -z | xargs -0 -r sha256sum; }

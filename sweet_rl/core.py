@@ -7,14 +7,14 @@ from __future__ import annotations
 import dataclasses, difflib, hashlib, importlib.metadata, json, os, platform, random, subprocess, sys, time
 from dataclasses import dataclass, field, fields, asdict
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from fastcore.docments import docments
 
 # %% auto #0
 __all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'MANIFEST_PACKAGES', 'cache_dir', 'seed_everything', 'ConfigError', 'expand_env',
            'Config', 'atomic_write_text', 'stable_id', 'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore',
-           'git_state', 'device_info', 'run_manifest', 'write_manifest']
+           'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_dir_for', 'start_run']
 
 # %% ../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parent if '__file__' in globals() else Path('../sweet_rl').resolve()
@@ -92,6 +92,15 @@ class Config:
             if not _type_ok(v, known[k].type):
                 raise ConfigError(f"{source}: field {k!r} of {cls.__name__} expects {known[k].type}, got {v!r} ({type(v).__name__})")
         return cls(**d)
+
+    @classmethod
+    def from_params(cls, params:dict, # a run's parameters (an experiment notebook's parameters cell)
+                    prefix:str='', # read field `f` from `params[prefix + f]` (e.g. 'critic_' for `critic_lr`)
+                    **fixed, # fields set here, whatever the parameters say
+                   ):
+        "The config whose fields are the parameters of the same name; fields without one keep their defaults."
+        d = {f.name: params[prefix + f.name] for f in fields(cls) if prefix + f.name in params}
+        return cls.from_dict({**d, **fixed}, source=f"parameters{f' {prefix}*' if prefix else ''}")
 
     def to_dict(self) -> dict: return asdict(self)
 
@@ -237,3 +246,32 @@ def write_manifest(out_dir, seed:int|None=None, **extra) -> Path:
     "Write `manifest.json` into `out_dir`."
     m = run_manifest(seed, **extra)
     return atomic_write_text(Path(out_dir) / 'manifest.json', json.dumps(m, indent=2, sort_keys=True, default=str) + '\n')
+
+# %% ../nbs/00_core.ipynb #1e14899d
+def run_params(namespace:dict, # the notebook's globals (`globals()`), after its parameters cell
+               exclude:Sequence[str]=('out_dir',), # parameters that say where, not what
+              ) -> dict:
+    "The parameters of an experiment notebook: its annotated top-level names, in the order they were declared."
+    names = namespace.get('__annotations__', {})
+    if not names: raise ValueError("no annotated parameters in this namespace (declare them as `name: type = value`)")
+    return {k: namespace[k] for k in names if k not in exclude and k in namespace}
+
+def run_dir_for(experiment, # the experiment notebook's name or path ('train_critic', 'nbs/train_critic.ipynb')
+                params:dict, # the run's parameters (`out_dir` says where, not what: it is left out)
+                runs_dir=None, # default: `runs/` of the repository (or of the working directory)
+               ) -> Path:
+    "Where the run of `experiment` with these parameters lives: `runs/<experiment>/<12 hex digits of the parameters>`."
+    stem, what = Path(experiment).stem, {k: v for k, v in params.items() if k != 'out_dir'}
+    return Path(runs_dir or (REPO_ROOT or Path.cwd()) / 'runs') / stem / stable_id({'notebook': stem, 'params': what})[:12]
+
+def start_run(experiment:str, # the experiment notebook's name (e.g. 'train_critic')
+              params:dict, # the run's parameters (`run_params(globals())`)
+              out_dir='', # the run folder; empty for `run_dir_for(experiment, params)`
+             ) -> Path:
+    "Make the run folder, write `params.json` and the manifest, seed everything (`params['seed']`); return the folder."
+    run_dir = Path(out_dir) if out_dir else run_dir_for(experiment, params)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / 'params.json', json.dumps(params, indent=2, sort_keys=True) + '\n')
+    write_manifest(run_dir, seed=params.get('seed'), params=params)
+    seed_everything(params.get('seed', 0))
+    return run_dir

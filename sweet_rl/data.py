@@ -18,7 +18,7 @@ from .core import ASSETS_DIR, REPO_ROOT, JsonlError, atomic_write_text, read_jso
 __all__ = ['BACKEND_ONLY', 'SIGNATURE_MARKER', 'KINDS', 'TASK_CLASSES', 'OFFLINE_TRAJECTORIES', 'SAMPLE_DIR', 'DataError',
            'FrontendTask', 'BackendTask', 'detect_kind', 'task_from_dict', 'Turn', 'Trajectory', 'chat_message',
            'request_turn', 'dialogue_turns', 'cut_text', 'format_dialogue', 'save_tasks', 'save_trajectories',
-           'task_file', 'load_tasks', 'load_trajectories', 'split_tasks', 'subset_by_task', 'sample_tasks']
+           'task_file', 'load_tasks', 'load_trajectories', 'split_tasks', 'as_record', 'subset_by_task', 'sample_tasks']
 
 # %% ../nbs/01_data.ipynb #d32c6e3f
 class DataError(JsonlError):
@@ -347,6 +347,12 @@ def split_tasks(tasks:list, # task records (or any records with `to_dict`, or pl
     return [t for i, t in enumerate(tasks) if i not in test_idx], [t for i, t in enumerate(tasks) if i in test_idx]
 
 # %% ../nbs/01_data.ipynb #bb58fed1
+def as_record(trajectory) -> dict:
+    "A trajectory as its official-format dict (a `Trajectory` is converted; a dict is returned as is)."
+    if isinstance(trajectory, dict): return trajectory
+    if hasattr(trajectory, 'to_dict'): return trajectory.to_dict()
+    raise TypeError(f"expected a trajectory record (dict or Trajectory), got {type(trajectory).__name__}")
+
 def _task_key(trajectory) -> str:
     task = trajectory['task'] if isinstance(trajectory, dict) else trajectory.task
     return stable_id(task if isinstance(task, dict) else task.to_dict())

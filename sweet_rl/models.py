@@ -23,8 +23,8 @@ __all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'RETRY_STATUS',
            'end_of_turn_ids', 'SamplingParams', 'Completion', 'truncate_at_stop', 'GenerationBackend',
            'TransformersBackend', 'GenerationError', 'OpenAIBackend', 'VLLMBackend', 'BackendConfig',
            'parse_backend_spec', 'make_backend', 'assistant_char_spans', 'EncodedConversations',
-           'turn_index_from_offsets', 'encode_conversations', 'token_logprobs', 'ScoredConversation',
-           'score_conversations', 'TurnStats', 'per_turn', 'main']
+           'turn_index_from_offsets', 'encode_conversations', 'causal_lm', 'gather_logprobs', 'token_logprobs',
+           'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn', 'main']
 
 # %% ../nbs/02_models.ipynb #4661c1c3
 @dataclass(frozen=True)
@@ -585,7 +585,7 @@ def encode_conversations(tokenizer, conversations:list,
     return EncodedConversations(ids, mask, turn)
 
 # %% ../nbs/02_models.ipynb #51c27268
-def _causal_lm(model):
+def causal_lm(model):
     "The transformers model inside a PEFT wrapper (LoRA layers stay in place)."
     return model.get_base_model() if hasattr(model, 'get_base_model') else model
 
@@ -594,20 +594,26 @@ def _chunkable(lm) -> bool:
     scaled = any(getattr(cfg, a, None) not in (None, 1, 1.0) for a in ('final_logit_softcapping', 'logit_scale', 'logits_scaling'))
     return not scaled and lm.get_output_embeddings() is not None and lm.base_model is not lm
 
+def gather_logprobs(logits:torch.Tensor, # [..., V] next-token logits
+                    targets:torch.Tensor, # [...] the tokens that came next
+                   ) -> torch.Tensor:
+    "Log-probability of each target token under its logits, `[...]`."
+    return logits.log_softmax(-1).gather(-1, targets[..., None]).squeeze(-1)
+
 def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids
                    attention_mask:torch.Tensor|None=None, # [B, T], 1 for real tokens (right padding)
                    chunk_size:int=256, # positions projected to the vocabulary at a time
                   ) -> torch.Tensor:
     "`out[b, t] = log p(input_ids[b, t] | input_ids[b, :t])` in float32, with `out[:, 0] = 0`."
-    lm, targets = _causal_lm(model), input_ids[:, 1:]
+    lm, targets = causal_lm(model), input_ids[:, 1:]
     if not _chunkable(lm):
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
-        return F.pad(logits.log_softmax(-1).gather(-1, targets[..., None]).squeeze(-1), (1, 0))
+        return F.pad(gather_logprobs(logits, targets), (1, 0))
     hidden = lm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, :-1]
     head, parts = lm.get_output_embeddings(), []
     for s in range(0, hidden.shape[1], chunk_size):
         logits = head(hidden[:, s:s + chunk_size]).float()
-        parts.append(logits.log_softmax(-1).gather(-1, targets[:, s:s + chunk_size, None]).squeeze(-1))
+        parts.append(gather_logprobs(logits, targets[:, s:s + chunk_size]))
     return F.pad(torch.cat(parts, 1), (1, 0))
 
 # %% ../nbs/02_models.ipynb #f94b7069

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from .core import Config, ConfigError
@@ -560,7 +561,8 @@ def _descendants(pid:int) -> list:
         kids = _children(todo.pop(0)); out += kids; todo += kids
     return out
 
-def _sandbox_kill(self, graceful:bool=False):
+@patch
+def _kill(self:Sandbox, graceful:bool=False):
     "Stop the worker and wait until its launcher is gone."
     p, self._proc = self._proc, None
     if p is None: return
@@ -578,22 +580,25 @@ def _sandbox_kill(self, graceful:bool=False):
         try: f.close()
         except OSError: pass
 
-def _sandbox_close(self):
+@patch
+def close(self:Sandbox):
     "Stop the worker; the object can be started again."
     with self._lock: self._kill(graceful=True)
 
-def _sandbox_pids(self) -> list:
+@patch
+def pids(self:Sandbox) -> list:
     "Host pids of the launcher and everything below it (for tests: two when idle, launcher and worker)."
     p = self._proc
     return [] if p is None or p.poll() is not None else [p.pid] + _descendants(p.pid)
 
-Sandbox._kill, Sandbox.close, Sandbox.pids = _sandbox_kill, _sandbox_close, _sandbox_pids
-Sandbox.__enter__ = lambda self: self.start()
-Sandbox.__exit__ = lambda self, *exc: self.close()
-def _sandbox_del(self):
+@patch
+def __enter__(self:Sandbox): return self.start()
+@patch
+def __exit__(self:Sandbox, *exc): self.close()
+@patch
+def __del__(self:Sandbox):
     try: self._kill()
     except Exception: pass  # interpreter shutdown
-Sandbox.__del__ = _sandbox_del
 
 # %% ../nbs/03_sandbox.ipynb #dd1f4e45
 def _decode_frame(kind:int, payload:bytes) -> CallResult:
@@ -601,7 +606,8 @@ def _decode_frame(kind:int, payload:bytes) -> CallResult:
     try: return CallResult('ok', value=decode_value(payload))
     except UnsafeValue as e: return CallResult('error', error=f'return value is not plain data: {e}')
 
-def _sandbox_job(self, code:str, calls:list, timeout:float, cpu_seconds:int) -> dict:
+@patch
+def _job(self:Sandbox, code:str, calls:list, timeout:float, cpu_seconds:int) -> dict:
     "Run one job on the worker (starting it if needed); a worker lost twice in a row is reported as a crash."
     for attempt in range(2):  # a worker that died between jobs is replaced once, transparently
         self.start()
@@ -616,10 +622,11 @@ def _sandbox_job(self, code:str, calls:list, timeout:float, cpu_seconds:int) -> 
     return {'frames': [], 'status': 'crash', 'detail': 'the sandbox worker stopped answering (restarted)',
             'output': b'', 'output_bytes': 0, 'clean': False}
 
-def _sandbox_run(self, code:str, # the answer's source: definitions the calls use
-                 calls:Sequence[str], # call expressions, e.g. `["f(1, [2, 3])", "f(0, [])"]`
-                 timeout:float|None=None, # wall seconds per call; default `config.timeout`
-                ) -> SandboxRun:
+@patch
+def run(self:Sandbox, code:str, # the answer's source: definitions the calls use
+        calls:Sequence[str], # call expressions, e.g. `["f(1, [2, 3])", "f(0, [])"]`
+        timeout:float|None=None, # wall seconds per call; default `config.timeout`
+       ) -> SandboxRun:
     "Load `code` in a fresh process and evaluate each call; every result is plain data."
     calls, c = [str(x) for x in calls], self.config
     cpu = c.cpu_seconds if timeout is None else max(c.cpu_seconds, int(-(-timeout // 1)))  # follows a given timeout
@@ -647,8 +654,6 @@ def _sandbox_run(self, code:str, # the answer's source: definitions the calls us
                 break
     text = b''.join(out).decode('utf-8', 'replace')
     return SandboxRun(results, setup, text, truncated, max(restarts, 0))
-
-Sandbox._job, Sandbox.run = _sandbox_job, _sandbox_run
 
 # %% ../nbs/03_sandbox.ipynb #e975cb47
 class SandboxPool:

@@ -252,8 +252,8 @@ def test_pairs_accept_trajectory_objects_and_validate_config():
 
 
 # ---------------------------------------------------------------- scoring API, training, learning check
-from sweet_rl.critic import (Critic, CriticConfig, JudgeScorer, candidate_inputs, parse_verdict, score_candidates,
-                             score_candidates_full, synthetic_trajectories, train_critic)
+from sweet_rl.critic import Critic, CriticConfig, candidate_inputs, synthetic_trajectories, train_critic
+from sweet_rl.scorers import CriticScorer, JudgeScorer, parse_verdict, score_candidates, score_candidates_full
 
 
 @pytest.fixture(scope='module')
@@ -303,7 +303,7 @@ def test_head_scoring_cache_matches_full_sequence(perturbed_critic):
     task = {'problem_description': 'Write f(x).', 'ground_truth': 'def f(x): return x'}
     history = [{'role': 'assistant', 'content': 'Any constraints?'}, {'role': 'user', 'content': 'None.'}]
     cands = ['Is x an int?', 'I WANT TO ANSWER:\ndef f(x): return x', 'Hm']
-    fast = hc.score(task, history, cands)
+    fast = CriticScorer(hc).score(task, history, cands)
     full = torch.stack([hc.turn_scores([{'task': task, 'dialogue_history': history + [{'role': 'assistant', 'content': a}]}])[0][-1]
                         for a in cands])
     torch.testing.assert_close(fast, full, atol=1e-4, rtol=0)
@@ -330,7 +330,7 @@ def test_learning_check_on_synthetic_trajectories(tmp_path):
     wins = 0
     for p in held_pairs:
         cands = [p['chosen']['dialogue_history'][0]['content'], p['rejected']['dialogue_history'][0]['content']]
-        wins += int(critic.score(p['chosen']['task'], [], cands).argmax() == 0)
+        wins += int(CriticScorer(critic).score(p['chosen']['task'], [], cands).argmax() == 0)
     assert wins / len(held_pairs) >= 0.75, wins
 
 

@@ -1,4 +1,5 @@
-"""Tests of sweet_rl.envs.frontend, part 1: HTML extraction, offline rendering, similarity metrics, win rate."""
+"""Tests of the frontend's page side: HTML extraction (sweet_rl.envs.frontend), offline rendering, similarity metrics and win
+rate (sweet_rl.render)."""
 import asyncio, hashlib, io, json, os, socket, threading, time
 from pathlib import Path
 
@@ -7,10 +8,11 @@ import pytest
 from PIL import Image
 
 from sweet_rl.core import ConfigError, read_jsonl
-from sweet_rl.envs.frontend import (
-    PLACEHOLDER_RGB, ClipSimilarity, ClipWeightsMissing, HtmlExtractionError, RenderError, Renderer, VisualSimilarity,
-    extract_html, fold_v2_opacity, is_greenish, npm_package_dir, picsum_size, render_references, request_kind,
-    similarity_metric, tailwind_candidates, win_rate)
+from sweet_rl.envs.frontend import HtmlExtractionError, extract_html
+from sweet_rl.render import (
+    PLACEHOLDER_RGB, ClipSimilarity, ClipWeightsMissing, RenderError, Renderer, VisualSimilarity, fold_v2_opacity,
+    is_greenish, npm_package_dir, picsum_size, render_references, request_kind, similarity_metric, tailwind_candidates,
+    win_rate)
 
 TW = '<link href="https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css" rel="stylesheet">'
 SHARED_DEV = Path('/work/shared/colbench/frontend_dev.jsonl')

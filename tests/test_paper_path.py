@@ -8,11 +8,12 @@ import pytest
 
 from sweet_rl.actor import (Actor, ActorConfig, CandidateConfig, actor_conversation, mtdpo_examples, offline_turns, rft_examples, sample_candidates,
                             score_turns, sweet_pairs, train_actor, turn_pair_ids)
-from sweet_rl.critic import (CriticConfig, JudgeScorer, PairConfig, candidate_inputs, critic_messages, make_pairs,
-                             score_candidates, train_critic)
+from sweet_rl.critic import CriticConfig, PairConfig, candidate_inputs, critic_messages, make_pairs, train_critic
+from sweet_rl.scorers import CriticScorer, JudgeScorer, score_candidates
 from sweet_rl.data import Trajectory, load_trajectories, save_trajectories, subset_by_task
 from sweet_rl.envs.backend import BackendEnv, BackendEnvConfig
-from sweet_rl.envs.frontend import FrontendEnv, FrontendEnvConfig, win_rate
+from sweet_rl.envs.frontend import FrontendEnv, FrontendEnvConfig
+from sweet_rl.render import win_rate
 from sweet_rl.models import generation_prompt_ids, load_tokenizer
 from sweet_rl.rollout import RolloutConfig, run_rollouts
 
@@ -136,15 +137,15 @@ def test_over_long_examples_are_skipped_and_reported_not_fatal(tmp_path):
 
 def test_paper_preset_trains_at_the_release_length(paper_cluster):
     "Before: the paper preset's critic inherited CriticConfig.max_length=4096 (the release trained at 8192)."
-    from sweet_rl.pipeline import Study, expand
+    from sweet_rl.pipeline import Study, expand_study
     from sweet_rl.launch import train_actor_configs
     from sweet_rl.pipeline import notebook_parameters
     defaults = {k: v['default'] for k, v in notebook_parameters('train_actor').items()}
-    for nb, params in expand(Study.load('table2'), 'paper'):
+    for nb, params in expand_study(Study.load('table2'), 'paper'):
         if nb != 'train_actor': continue
         configs = train_actor_configs({**defaults, **params})
         assert all(c.max_length == 8192 for c in configs.values())
-    evals = {(p['task'], p.get('n_tasks', p.get('n_eval_tasks'))) for nb, p in expand(Study.load('table2'), 'paper')}
+    evals = {(p['task'], p.get('n_tasks', p.get('n_eval_tasks'))) for nb, p in expand_study(Study.load('table2'), 'paper')}
     assert evals == {('backend', 1000), ('frontend', 500)}  # the paper's first 1,000 backend and 500 frontend tasks
 
 
@@ -193,7 +194,7 @@ def test_official_fixtures_train_critic_and_actor_at_smoke_scale(tmp_path):
     turns = offline_turns(trajs, make_env, data_fraction=1 / 6)  # the first two trajectories: two tasks, two states each
     assert [len(t['history']) for t in turns] == [1, 3, 1, 3]  # the request, then the dialogue before each agent turn
     records = sample_candidates(actor.backend(), turns, CandidateConfig(n_candidates=4, max_new_tokens=12), progress=False)
-    assert all(len(s) == 4 for s in score_turns(critic, records, progress=False))  # the critic scores them (1 step: all ~0)
+    assert all(len(s) == 4 for s in score_turns(CriticScorer(critic), records, progress=False))  # the critic scores them (1 step: all ~0)
     rows = sweet_pairs(records, [[len(c) for c in r['candidates']] for r in records], pairs_per_turn=2)
     assert rows
     train_actor(cfg, rows, tmp_path / 'sweet', progress=False, max_steps=1, actor=actor)

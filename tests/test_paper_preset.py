@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sweet_rl.launch import ACCELERATE_CONFIGS, plan
+from sweet_rl.launch import ACCELERATE_CONFIGS, launch_plan
 from sweet_rl.pipeline import reproduce
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,9 +28,9 @@ def test_a_70b_actor_fits_one_node_only_with_the_optimizer_offloaded(paper_clust
     cfg = tmp / 'actor70b.json'
     cfg.write_text(json.dumps({'model': '${SWEET_RL_MODELS}/Llama-3.1-70B-Instruct', 'method': 'sweet', 'lora': False,
                                'batch_size': 1, 'grad_accum': 1, 'gradient_checkpointing': True}))
-    offloaded = plan('actor', cfg, ACCELERATE_CONFIGS / 'deepspeed_zero3_offload.yaml')
+    offloaded = launch_plan('actor', cfg, ACCELERATE_CONFIGS / 'deepspeed_zero3_offload.yaml')
     assert offloaded['problems'] == [] and offloaded['memory_per_gpu_gb']['optimizer'] == 0
-    on_gpus = plan('actor', cfg, ACCELERATE_CONFIGS / 'deepspeed_zero3.yaml')
+    on_gpus = launch_plan('actor', cfg, ACCELERATE_CONFIGS / 'deepspeed_zero3.yaml')
     assert len(on_gpus['problems']) == 1 and 'GB per GPU needed' in on_gpus['problems'][0]
 
 
@@ -44,7 +44,7 @@ def test_missing_model_folder_is_named(paper_cluster):
 def test_shipped_paper_configs_plan_cleanly(paper_cluster):
     for f in sorted((ROOT / 'configs' / 'paper').glob('*.json')):
         what = 'critic' if f.name.startswith('critic') else 'actor'
-        p = plan(what, f, ACCELERATE_CONFIGS / 'deepspeed_zero3.yaml')
+        p = launch_plan(what, f, ACCELERATE_CONFIGS / 'deepspeed_zero3.yaml')
         assert p['problems'] == [], (f.name, p['problems'])
     # one process on one GPU cannot fully fine-tune 8B: said plainly, through the command line's exit status
     proc = subprocess.run([sys.executable, '-m', 'sweet_rl.launch', 'plan', 'critic', '--config', str(ROOT / 'configs/paper/critic_backend.json')],

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from sweet_rl.pipeline import ARTIFACTS, SCALES, Study, check_params, collect, expand, run_dir_for, run_study
+from sweet_rl.pipeline import ARTIFACTS, SCALES, Study, check_params, collect_study, expand_study, run_dir_for, run_study
 
 ROOT = Path(__file__).resolve().parents[1]
 # what the paper preset reads from the environment (tests/conftest.py's paper_cluster sets them to a fake cluster)
@@ -20,7 +20,7 @@ def test_committed_studies_check_at_every_scale(scale, paper_cluster):
 
 def test_paper_scale_needs_its_environment(monkeypatch):
     for k in PAPER_ENV: monkeypatch.delenv(k, raising=False)
-    with pytest.raises(ValueError, match='environment variable not set'): expand(Study.load('table2'), 'paper')
+    with pytest.raises(ValueError, match='environment variable not set'): expand_study(Study.load('table2'), 'paper')
 
 
 def test_studies_share_runs_by_parameters():
@@ -41,13 +41,13 @@ def _fake_run(runs, nb, params, commit):
 def test_collect_refuses_mixed_code_versions(tmp_path):
     study = Study.from_dict({'name': 's', 'runs': [{'notebook': 'evaluate', 'grid': {'seed': [0, 1]}}]})
     for seed, commit in ((0, 'aaa'), (1, 'bbb')): _fake_run(tmp_path, 'evaluate', {'seed': seed}, commit)
-    with pytest.raises(ValueError, match='2 code versions'): collect(study, runs_dir=tmp_path)
-    table = collect(study, runs_dir=tmp_path, allow_mixed_versions=True, results_dir=tmp_path / 'results')
+    with pytest.raises(ValueError, match='2 code versions'): collect_study(study, runs_dir=tmp_path)
+    table = collect_study(study, runs_dir=tmp_path, allow_mixed_versions=True, results_dir=tmp_path / 'results')
     assert list(table['commit']) == ['aaa', 'bbb'] and (tmp_path / 'results' / 's.csv').is_file()
 
 
 def test_collect_names_unfinished_runs(tmp_path):
-    with pytest.raises(FileNotFoundError, match='not finished'): collect('figure3a', 'small', runs_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match='not finished'): collect_study('figure3a', 'small', runs_dir=tmp_path)
 
 
 def test_cli_dry_run_of_the_paper_preset(paper_cluster):

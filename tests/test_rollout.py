@@ -63,7 +63,8 @@ import ast, random
 import torch
 
 from sweet_rl.core import stable_id
-from sweet_rl.rollout import RandomScorer, episode_id, mutate_code, mutate_html, script_plan, scripted_rollouts
+from sweet_rl.rollout import episode_id, mutate_code, mutate_html, script_plan, scripted_rollouts
+from sweet_rl.scorers import RandomScorer
 
 N = 3
 
@@ -209,7 +210,8 @@ def test_scripted_questions_fit_the_turn_cap():
     assert all(r['script']['questions'] <= 1 and r['success'] for r in recs)
 
 def test_frontend_mutants_differ_render_and_score_lower():
-    from sweet_rl.envs.frontend import FrontendEnv, FrontendEnvConfig, Renderer
+    from sweet_rl.envs.frontend import FrontendEnv, FrontendEnvConfig
+    from sweet_rl.render import Renderer
     ftasks = sample_tasks('frontend')[:3]
     for t in ftasks:
         for s in range(5):

@@ -12,12 +12,13 @@ TOLERANCE = 2e-2
 
 
 def test_vllm_scorer_matches_transformers(tmp_path):
-    from sweet_rl.critic import Critic, CriticConfig, VLLMScorer, synthetic_trajectories, train_critic
+    from sweet_rl.critic import Critic, CriticConfig, synthetic_trajectories, train_critic
+    from sweet_rl.scorers import CriticScorer, VLLMScorer
     trajs = synthetic_trajectories(4)
     critic = train_critic(CriticConfig(lr=1e-3, batch_size=2, grad_accum=1, epochs=1), trajs, tmp_path, max_steps=3, progress=False)
     t = trajs[0]
     cands = ['What type are the items?', 'Did you have a nice weekend?', 'I WANT TO ANSWER:\ndef f(items):\n    return items']
-    expected = critic.score(t['task'], [], cands)
+    expected = CriticScorer(critic).score(t['task'], [], cands)
     got = VLLMScorer(tmp_path / 'critic', gpu_memory_utilization=0.3).score(t['task'], [], cands)
     torch.testing.assert_close(got, expected, atol=TOLERANCE, rtol=0)
 

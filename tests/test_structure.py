@@ -1,0 +1,93 @@
+"""The library's shape, read from its source: data flows one way through the layers below, no module takes another's
+private names, no method is attached to a class by assignment, and `__all__` exports no bare generic names."""
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / 'sweet_rl'
+# each module may import only modules of an earlier layer (or of its own layer when listed as allowed below)
+LAYERS = [['core'], ['data', 'models', 'sandbox'], ['envs.base', 'render'], ['envs.backend', 'envs.frontend'], ['rollout'],
+          ['train'], ['critic'], ['vision_critic'], ['scorers'], ['actor'], ['evaluate'], ['launch'], ['pipeline']]
+LEVEL = {m: i for i, layer in enumerate(LAYERS) for m in layer}
+GENERIC = {'score', 'inputs', 'run', 'main', 'plan', 'select', 'figure', 'expand', 'collect', 'unwrap', 'checkpoints',
+           'describe', 'close', 'render', 'embed'}
+KNOWN_GENERIC = {('launch', 'main'), ('pipeline', 'main'), ('models', 'main')}  # the command-line entry points
+
+
+def modules() -> dict:
+    "Module name ('envs.backend') -> parsed source, for every generated module of the package."
+    out = {}
+    for p in sorted(PKG.rglob('*.py')):
+        name = '.'.join(p.relative_to(PKG).with_suffix('').parts)
+        if name in ('__init__', '_modidx', 'envs.__init__'): continue
+        out[name] = ast.parse(p.read_text(), str(p))
+    return out
+
+
+def package_imports(name:str, tree:ast.Module) -> list[tuple[str, list[str], int]]:
+    "`(module imported, names taken, line)` for every import of another sweet_rl module, at any depth."
+    out, pkg = [], name.split('.')[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = pkg[:len(pkg) - node.level + 1] if node.level > 1 else pkg
+                target = '.'.join(base + ([node.module] if node.module else []))
+            elif node.module and node.module.startswith('sweet_rl.'): target = node.module[len('sweet_rl.'):]
+            else: continue
+            out.append((target, [a.name for a in node.names], node.lineno))
+        elif isinstance(node, ast.Import):
+            out += [(a.name[len('sweet_rl.'):], [], node.lineno) for a in node.names if a.name.startswith('sweet_rl.')]
+    return out
+
+
+MODULES = modules()
+
+
+def test_every_module_has_a_layer():
+    assert set(MODULES) == set(LEVEL), f"add new modules to LAYERS: {sorted(set(MODULES) ^ set(LEVEL))}"
+
+
+@pytest.mark.parametrize('name', sorted(MODULES))
+def test_imports_run_one_way(name):
+    "A module imports only modules of earlier layers: no cycle, no reach up or sideways (function-level imports too)."
+    bad = [(t, line) for t, _, line in package_imports(name, MODULES[name]) if t in LEVEL and LEVEL[t] >= LEVEL[name]]
+    assert not bad, f"sweet_rl.{name} imports {bad}: layer {LEVEL[name]} may import layers below it only"
+
+
+@pytest.mark.parametrize('name', sorted(MODULES))
+def test_no_private_imports_across_modules(name):
+    bad = [(t, n, line) for t, names, line in package_imports(name, MODULES[name]) for n in names if n.startswith('_')]
+    assert not bad, f"sweet_rl.{name} imports private names of other modules: {bad}"
+
+
+@pytest.mark.parametrize('name', sorted(MODULES))
+def test_no_methods_attached_by_assignment(name):
+    "`Class.method = function` at module level hides a method from its class: `@patch` (fastcore) says what it is."
+    classes = {n.name for n in MODULES[name].body if isinstance(n, ast.ClassDef)}
+    bad = []
+    for node in MODULES[name].body:
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id in classes:
+                        bad.append((f"{e.value.id}.{e.attr}", node.lineno))
+    assert not bad, f"sweet_rl.{name}: attributes assigned to classes after their definition: {bad}"
+
+
+@pytest.mark.parametrize('name', sorted(MODULES))
+def test_all_exports_no_bare_generic_names(name):
+    exported = next((ast.literal_eval(n.value) for n in MODULES[name].body if isinstance(n, ast.Assign)
+                     and any(isinstance(t, ast.Name) and t.id == '__all__' for t in n.targets)), [])
+    bad = [n for n in exported if n in GENERIC and (name, n) not in KNOWN_GENERIC]
+    assert not bad, f"sweet_rl.{name} exports generic names {bad}: a `from sweet_rl.{name} import *` would shadow them"
+
+
+def test_the_checks_catch_what_they_claim(tmp_path):
+    "The same checks on a small bad module find its upward import, private import and attached method."
+    bad = ast.parse("from .critic import _pair_batch\nfrom sweet_rl.actor import Actor\nclass A: pass\n"
+                    "def f(self): pass\nA.f = f\n")
+    imports = package_imports('train', bad)
+    assert [(t, LEVEL[t] >= LEVEL['train']) for t, _, _ in imports] == [('critic', True), ('actor', True)]
+    assert [n for _, names, _ in imports for n in names if n.startswith('_')] == ['_pair_batch']
+    assert any(isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Attribute) for n in bad.body)
