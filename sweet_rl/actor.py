@@ -29,7 +29,7 @@ __all__ = ['METHODS', 'ActorConfig', 'CandidateConfig', 'actor_prompt', 'actor_c
            'rft_examples', 'mtdpo_examples', 'conversation_lengths', 'ActorCollator', 'ActorTrainer', 'pair_margins',
            'Actor', 'train_actor']
 
-# %% ../nbs/13_actor.ipynb #943e2fea
+# %% ../nbs/13_actor.ipynb #9e3a4897
 METHODS = ('sweet', 'rft', 'mtdpo')
 
 @dataclass
@@ -63,6 +63,7 @@ class ActorConfig(Config):
             if not getattr(self, f) > 0: raise ValueError(f"{f} must be positive, got {getattr(self, f)!r}")
         if self.lora_targets is None: self.lora_targets = list(LORA_TARGETS)
 
+# %% ../nbs/13_actor.ipynb #d0f2e16b
 @dataclass
 class CandidateConfig(Config):
     "How SWEET-RL's per-turn preference data is made (paper §4.3; released-code values in comments)."

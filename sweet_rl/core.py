@@ -48,7 +48,7 @@ def seed_everything(seed:int, # seed for `random`, numpy, torch (CPU and CUDA) a
     except ImportError: pass
     return seed
 
-# %% ../nbs/00_core.ipynb #9c4712c5
+# %% ../nbs/00_core.ipynb #d5c0b5dd
 class ConfigError(ValueError):
     "A config file or dict that does not match its dataclass."
 
@@ -69,6 +69,7 @@ def _type_ok(value, annot) -> bool:
     if isinstance(value, bool) and bool not in allowed: return False
     return isinstance(value, tuple(allowed))
 
+# %% ../nbs/00_core.ipynb #dc4badb6
 @dataclass
 class Config:
     "Base for hyperparameter dataclasses: JSON round-trip, unknown keys refused, docments as help."

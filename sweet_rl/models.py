@@ -362,7 +362,7 @@ class TransformersBackend(GenerationBackend):
                 for i, row in zip(idx, ids[:, enc['input_ids'].shape[1]:].tolist()): out[i] = self._finish(row, params)
         return out
 
-# %% ../nbs/02_models.ipynb #9cff1a21
+# %% ../nbs/02_models.ipynb #e223007e
 class GenerationError(RuntimeError):
     "Some requests failed for good; `results` holds the completions that did succeed (`None` for failures)."
     def __init__(self, msg:str, results:list, errors:dict):
@@ -370,8 +370,10 @@ class GenerationError(RuntimeError):
         self.results, self.errors = results, errors
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
 _log = logging.getLogger('sweet_rl.models')
 
+# %% ../nbs/02_models.ipynb #bfb23266
 class OpenAIBackend(GenerationBackend):
     "Client for an OpenAI-compatible chat-completions server: timeouts, retries with capped backoff, bounded concurrency."
     def __init__(self, base_url:str='http://127.0.0.1:8000/v1', # server root, up to and including `/v1`

@@ -173,7 +173,7 @@ def expand_study(study:Study, scale:str='smoke', scales:dict|None=None) -> list[
                 if key not in seen: seen.add(key); out.append((nb, p))
     return out
 
-# %% ../nbs/16_pipeline.ipynb #e95715da
+# %% ../nbs/16_pipeline.ipynb #e4714dcf
 def missing_paths(params:dict) -> list[str]:
     "Parameters whose value is a local path (absolute, `./`, `~`) that does not exist: `name=path` each."
     local = lambda v: isinstance(v, str) and v.startswith(('/', './', '../', '~'))
@@ -197,6 +197,7 @@ def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=Fals
         out.append(run_notebook(nb, p, runs_dir, force, progress))
     return out
 
+# %% ../nbs/16_pipeline.ipynb #e80273e8
 def collect_study(study:Study|str, scale:str='smoke', runs_dir=None,
             results_dir=None, # where to write `<study>.csv` and `<study>_tasks.csv` (None: write nothing)
             allow_mixed_versions:bool=False, # accept runs made by different commits (or uncommitted trees)

@@ -308,7 +308,7 @@ async def _answer(self:Renderer, slot:_Slot, route):
         try: await route.abort('failed')
         except Exception: pass
 
-# %% ../nbs/06_render.ipynb #9c2b58d4
+# %% ../nbs/06_render.ipynb #e9fa3020
 @patch
 async def _tailwind_for(self:Renderer, slot:_Slot, url:str) -> str|None:
     mode = self.config.tailwind
@@ -325,6 +325,7 @@ async def _tailwind_for(self:Renderer, slot:_Slot, url:str) -> str|None:
         return path.read_text(encoding='utf-8', errors='replace')
     return await self._compile_tailwind(tailwind_candidates(slot.html))
 
+# %% ../nbs/06_render.ipynb #2b9beeb0
 @patch
 async def _open_compiler(self:Renderer):
     "A page running `@tailwindcss/browser` with the v2 compatibility theme, ready to compile."
@@ -410,7 +411,7 @@ async def _render_one(self:Renderer, html:str) -> bytes:
                 raise RenderError(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
     finally: self._slots.put_nowait(slot)
 
-# %% ../nbs/06_render.ipynb #ef3f0ebe
+# %% ../nbs/06_render.ipynb #c7fd4218
 def _as_output(png:bytes, fmt:str):
     if fmt == 'png': return png
     return Image.open(io.BytesIO(png)).convert('RGB')
@@ -448,6 +449,7 @@ def render_many(self:Renderer, htmls:Sequence[str], # pages to render
         i = min(failures); raise RenderError(f"page {i} of {len(htmls)}: {failures[i]}") from failures[i]
     return out
 
+# %% ../nbs/06_render.ipynb #f49eade8
 @functools.lru_cache(maxsize=1)
 def font_fingerprint() -> str|None:
     "Short hash of the installed fonts (`fc-list`): another font set draws other pixels."
@@ -644,7 +646,7 @@ class ClipSimilarity(PageSimilarity):
             if local is None: raise ClipWeightsMissing(f"open_clip weights {model_name}/{checkpoint} are not in the local cache. {_CLIP_HOWTO}")
             self._load_open_clip(local, open_clip.get_pretrained_cfg(model_name, checkpoint))
 
-# %% ../nbs/06_render.ipynb #7a20089e
+# %% ../nbs/06_render.ipynb #a2cd1922
 @patch
 def _load_open_clip(self:ClipSimilarity, path:str, tag_cfg:dict|None=None):
     "An open_clip model whose every weight comes from `path` (strict loading)."
@@ -679,6 +681,7 @@ def _load_hf(self:ClipSimilarity, path:Path):
     self._encode = encode
     self.backend = 'transformers'
 
+# %% ../nbs/06_render.ipynb #d416f99c
 @patch
 def embed(self:ClipSimilarity, images:Sequence) -> np.ndarray:
     "Unit-length CLIP embeddings of `images` (PIL, PNG bytes or paths), one row per image."

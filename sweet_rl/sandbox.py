@@ -251,7 +251,7 @@ def _z_report():
             'no_new_privs': status.get('NoNewPrivs', '?').strip(), 'threads': len(os.listdir('/proc/self/task')),
             'net_interfaces': [n for _, n in socket.if_nameindex()]}
 
-# %% ../nbs/03_sandbox.ipynb #325bf206
+# %% ../nbs/03_sandbox.ipynb #ae3c1272
 def _z_describe(e):
     "`Type: message` of an exception, defensively (the message is the answer's code)."
     try: text = f'{type(e).__name__}: {e}'
@@ -273,6 +273,7 @@ def _z_dumps(value):
     cls(buf, protocol=5).dump(value)
     return buf.getvalue()
 
+# %% ../nbs/03_sandbox.ipynb #1d8b2c60
 def _z_job_child(job, cfg, work):
     "Body of the forked job process: limits, then the answer's code and calls; never returns."
     me = os.getpid()
@@ -340,7 +341,7 @@ def _z_wipe(path):
         return True
     except OSError: return False
 
-# %% ../nbs/03_sandbox.ipynb #3928ff80
+# %% ../nbs/03_sandbox.ipynb #1da23478
 def _z_run_job(job, cfg):
     "Fork a job process, supervise it, clean up after it; return the frames and how it ended."
     work = cfg['job_dir']
@@ -399,6 +400,7 @@ def _z_run_job(job, cfg):
     return {'frames': frames, 'status': status, 'detail': detail, 'output': bytes(out), 'output_bytes': out_total,
             'clean': _z_tidy(cfg) and alone}
 
+# %% ../nbs/03_sandbox.ipynb #2a904477
 def _z_tidy(cfg):
     "Leave the workspace as the next job must find it: nothing but an empty, private job directory; True if that worked."
     names = [n for n in os.listdir(cfg['work']) if n not in cfg.get('keep', ())]  # all of /tmp but the read-only
@@ -409,7 +411,7 @@ def _z_tidy(cfg):
     except OSError: pass
     return all([_z_wipe(os.path.join(cfg['work'], n)) for n in names])
 
-# %% ../nbs/03_sandbox.ipynb #00d5ede3
+# %% ../nbs/03_sandbox.ipynb #412e3c62
 def _z_main():
     "Worker entry point: isolate, then replace this process by the lean job server (`_z_serve`), passing it the config."
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as PID 1, signals from inside the namespace are then ignored
@@ -454,8 +456,10 @@ def _z_serve():
     gc.freeze()  # jobs' garbage collections then leave the server's objects (and their shared pages) alone
     while (msg := _z_read_msg(0)) is not None: _z_send_msg(1, _z_run_job(pickle.loads(msg), cfg))
 
+# %% ../nbs/03_sandbox.ipynb #33526d89
 _SETUP_FUNCS = [_z_send_msg, _z_read_exact, _z_read_msg, _z_libc, _z_mount, _z_mountpoints, _z_remount_readonly,
                 _z_isolate_files, _z_drop_privileges, _z_report, _z_main]
+
 _SERVER_FUNCS = [_z_send_msg, _z_read_exact, _z_read_msg, _z_describe, _z_dumps, _z_job_child, _z_exit_text, _z_wipe,
                  _z_run_job, _z_tidy, _z_serve]
 
@@ -547,7 +551,7 @@ class Sandbox:
         data = pickle.dumps(obj, protocol=5)
         self._proc.stdin.write(struct.pack('<Q', len(data)) + data); self._proc.stdin.flush()
 
-# %% ../nbs/03_sandbox.ipynb #d37eb41a
+# %% ../nbs/03_sandbox.ipynb #1593764d
 def _children(pid:int) -> list:
     "Host pids of the direct children of `pid`."
     try:
@@ -561,6 +565,7 @@ def _descendants(pid:int) -> list:
         kids = _children(todo.pop(0)); out += kids; todo += kids
     return out
 
+# %% ../nbs/03_sandbox.ipynb #b6e849bf
 @patch
 def _kill(self:Sandbox, graceful:bool=False):
     "Stop the worker and wait until its launcher is gone."
@@ -593,14 +598,16 @@ def pids(self:Sandbox) -> list:
 
 @patch
 def __enter__(self:Sandbox): return self.start()
+
 @patch
 def __exit__(self:Sandbox, *exc): self.close()
+
 @patch
 def __del__(self:Sandbox):
     try: self._kill()
     except Exception: pass  # interpreter shutdown
 
-# %% ../nbs/03_sandbox.ipynb #dd1f4e45
+# %% ../nbs/03_sandbox.ipynb #b74f10dc
 def _decode_frame(kind:int, payload:bytes) -> CallResult:
     if kind == K_ERROR: return CallResult('error', error=payload.decode('utf-8', 'replace'))
     try: return CallResult('ok', value=decode_value(payload))
@@ -622,6 +629,7 @@ def _job(self:Sandbox, code:str, calls:list, timeout:float, cpu_seconds:int) -> 
     return {'frames': [], 'status': 'crash', 'detail': 'the sandbox worker stopped answering (restarted)',
             'output': b'', 'output_bytes': 0, 'clean': False}
 
+# %% ../nbs/03_sandbox.ipynb #c215cc05
 @patch
 def run(self:Sandbox, code:str, # the answer's source: definitions the calls use
         calls:Sequence[str], # call expressions, e.g. `["f(1, [2, 3])", "f(0, [])"]`

@@ -111,7 +111,7 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
             scores.append(candidate_advantage(lp['policy'] - lp['ref'], turn == k, normalization))
     return torch.cat(scores).cpu()
 
-# %% ../nbs/12_scorers.ipynb #21816f91
+# %% ../nbs/12_scorers.ipynb #dae61332
 def score_with_head(model:HeadModel, tokenizer, task:dict, history:Sequence[dict], candidates:Sequence[str],
                     use_hidden_info:bool=True, template:str|None=None, batch_size:int=16,
                     probability:bool=False, # the value head's success probability (sigmoid) instead of its logit
@@ -133,6 +133,7 @@ def score_with_head(model:HeadModel, tokenizer, task:dict, history:Sequence[dict
             out.append(torch.sigmoid(v) if probability else v)
     return torch.cat(out).cpu()
 
+# %% ../nbs/12_scorers.ipynb #ebc69e8a
 class CriticScorer:
     "Best-of-N scores from a trained critic of any head: SWEET advantages (Eq. 3), head values, value-head success probabilities, or the vision critic's scores."
     def __init__(self, critic, # a `Critic` or `VisionCritic` (`load_critic` reads either from a folder)
@@ -177,7 +178,7 @@ class RandomScorer:
         rng = random.Random(stable_id([self.seed, task, list(history), list(candidates)]))
         return [rng.random() for _ in candidates]
 
-# %% ../nbs/12_scorers.ipynb #d1a53d01
+# %% ../nbs/12_scorers.ipynb #74745f8a
 JUDGE_PROMPT = (
     "You are reviewing a conversation between an AI agent and a human who wants something built. The agent will "
     "write the final answer, and it never sees the reference answer below.\n\n"
@@ -186,6 +187,7 @@ JUDGE_PROMPT = (
     "Two candidates for the agent's next message:\n\n[AGENT 1]\n{first}\n\n[AGENT 2]\n{second}\n\n"
     "Which message does more to help the agent reach an answer that matches what the human wants? Give one or two "
     "sentences of reasons, then finish with exactly one of: AGENT 1 WINS, AGENT 2 WINS.")
+
 _VERDICT = re.compile(r'AGENTS?\s*([12])\s*WINS', re.IGNORECASE)
 
 def parse_verdict(text:str) -> int|None:
@@ -193,6 +195,7 @@ def parse_verdict(text:str) -> int|None:
     found = _VERDICT.findall(text or '')
     return int(found[-1]) - 1 if found else None
 
+# %% ../nbs/12_scorers.ipynb #58cd0266
 class JudgeScorer:
     "Pairwise LLM judge: each candidate's score is the share of its comparisons it won (no verdict: half a win)."
     def __init__(self, backend, # a generation backend (`make_backend` spec or instance)
