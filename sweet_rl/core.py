@@ -14,7 +14,8 @@ from fastcore.docments import docments
 # %% auto #0
 __all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'MANIFEST_PACKAGES', 'cache_dir', 'seed_everything', 'ConfigError', 'expand_env',
            'Config', 'atomic_write_text', 'stable_id', 'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore',
-           'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_dir_for', 'start_run']
+           'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_dir_for', 'start_run',
+           'artifact_dir']
 
 # %% ../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parent if '__file__' in globals() else Path('../sweet_rl').resolve()
@@ -276,3 +277,16 @@ def start_run(experiment:str, # the experiment notebook's name (e.g. 'train_crit
     write_manifest(run_dir, seed=params.get('seed'), params=params)
     seed_everything(params.get('seed', 0))
     return run_dir
+
+# %% ../nbs/00_core.ipynb #f7a46a70
+def artifact_dir(kind:str, # what the folder holds: 'rollouts', 'candidates', 'critic', ...
+                 what:dict, # everything that determines the product (JSON-serializable)
+                 runs_dir=None, # default: `runs/` of the repository (or of the working directory)
+                ) -> Path:
+    "The folder shared by every run that needs the product `what`: `runs/shared/<kind>/<12 hex digits of what>`, made, with its params.json."
+    folder = Path(runs_dir or (REPO_ROOT or Path.cwd()) / 'runs') / 'shared' / kind / stable_id({'kind': kind, 'what': what})[:12]
+    folder.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(what, indent=2, sort_keys=True) + '\n'
+    if not (folder / 'params.json').is_file(): atomic_write_text(folder / 'params.json', text)
+    elif (folder / 'params.json').read_text() != text: raise ValueError(f"{folder}/params.json describes another product; remove the folder")
+    return folder

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from fastcore.basics import patch
 
-from .core import Config, seed_everything, stable_id
+from .core import Config, artifact_dir, seed_everything, stable_id
 from .data import as_record, detect_kind, dialogue_turns
 from .models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, load_model,
                              per_turn, token_logprobs)
@@ -27,7 +27,8 @@ __all__ = ['NORMALIZATIONS', 'PAIR_RULES', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_IN
            'critic_loss', 'PairConfig', 'is_success', 'make_pairs', 'training_info', 'critic_messages',
            'encode_critic_inputs', 'critic_logprobs', 'ranking_normalization', 'candidate_inputs', 'CriticConfig',
            'backbone_decoder', 'pool_turns', 'HeadModel', 'CriticCollator', 'pair_loss', 'CriticTrainer',
-           'training_examples', 'TrajectoryScoring', 'Critic', 'train_critic', 'synthetic_trajectories']
+           'training_examples', 'TrajectoryScoring', 'Critic', 'train_critic', 'synthetic_trajectories',
+           'shared_critic']
 
 # %% ../nbs/10_critic.ipynb #a612ea40
 NORMALIZATIONS = ('paper', 'release', 'none')
@@ -543,3 +544,13 @@ def synthetic_trajectories(n_tasks:int=16, # tasks, two trajectories each (one s
                                                              {'role': 'assistant', 'content': answer}],
                         'answer': answer.split('\n', 1)[1], 'reward': float(good), 'success': good})
     return out
+
+# %% ../nbs/10_critic.ipynb #c1706b6d
+def shared_critic(config:CriticConfig, trajectories:Sequence, pair_config:PairConfig|None=None, max_steps:int=-1,
+                  runs_dir=None, # root of `runs/` (default: the repository's)
+                  progress:bool=False) -> Critic:
+    "`train_critic` in the shared folder of this critic (config, pairs, steps, trajectories): trained once, then loaded."
+    what = {'config': config.to_dict(), 'pairs': (pair_config or PairConfig()).to_dict(), 'max_steps': max_steps,
+            'trajectories': stable_id([as_record(t) for t in trajectories]), 'n_trajectories': len(trajectories)}
+    folder = artifact_dir('critic', what, runs_dir)
+    return train_critic(config, trajectories, folder, pair_config=pair_config, max_steps=max_steps, progress=progress)

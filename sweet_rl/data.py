@@ -15,10 +15,11 @@ from tqdm import tqdm
 from .core import ASSETS_DIR, REPO_ROOT, JsonlError, atomic_write_text, read_jsonl, stable_id
 
 # %% auto #0
-__all__ = ['BACKEND_ONLY', 'SIGNATURE_MARKER', 'KINDS', 'TASK_CLASSES', 'OFFLINE_TRAJECTORIES', 'SAMPLE_DIR', 'DataError',
-           'FrontendTask', 'BackendTask', 'detect_kind', 'task_from_dict', 'Turn', 'Trajectory', 'chat_message',
-           'request_turn', 'dialogue_turns', 'cut_text', 'format_dialogue', 'save_tasks', 'save_trajectories',
-           'task_file', 'load_tasks', 'load_trajectories', 'split_tasks', 'as_record', 'subset_by_task', 'sample_tasks']
+__all__ = ['BACKEND_ONLY', 'SIGNATURE_MARKER', 'KINDS', 'TASK_CLASSES', 'OFFLINE_TRAJECTORIES', 'SAMPLE_DIR', 'SAMPLE_SPLITS',
+           'DataError', 'FrontendTask', 'BackendTask', 'detect_kind', 'task_from_dict', 'Turn', 'Trajectory',
+           'chat_message', 'request_turn', 'dialogue_turns', 'cut_text', 'format_dialogue', 'save_tasks',
+           'save_trajectories', 'task_file', 'load_tasks', 'load_trajectories', 'split_tasks', 'as_record',
+           'subset_by_task', 'sample_tasks']
 
 # %% ../nbs/01_data.ipynb #d32c6e3f
 class DataError(JsonlError):
@@ -374,7 +375,12 @@ def subset_by_task(trajectories:Sequence, # trajectory records (dicts or `Trajec
 # %% ../nbs/01_data.ipynb #83bd6bbb
 SAMPLE_DIR = ASSETS_DIR / 'colbench'
 
-def sample_tasks(kind:str='backend') -> list:
-    "The bundled real ColBench sample: 40 backend or 10 frontend test-split tasks."
+SAMPLE_SPLITS = ('test', 'extra')
+
+def sample_tasks(kind:str='backend', # 'backend' or 'frontend'
+                 split:str='test', # 'test': the evaluation sample; 'extra': more rows, disjoint from it (offline data, critic training)
+                ) -> list:
+    "The bundled real ColBench sample: 40 backend or 10 frontend evaluation tasks; `split='extra'`: 100 backend or 40 frontend more."
     if kind not in KINDS: raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    return load_tasks(SAMPLE_DIR, kind=kind, split='test')
+    if split not in SAMPLE_SPLITS: raise ValueError(f"split must be one of {SAMPLE_SPLITS}, got {split!r}")
+    return load_tasks(SAMPLE_DIR, kind=kind, split=split)

@@ -16,16 +16,18 @@ from .core import REPO_ROOT, atomic_write_text, expand_env, run_dir_for, stable_
 from .evaluate import run_rows, task_rows
 
 # %% auto #0
-__all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'SCALES', 'ARTIFACTS',
-           'README_START', 'README_END', 'notebook_path', 'notebook_parameters', 'check_params', 'is_finished',
-           'run_notebook', 'Study', 'load_scales', 'expand_study', 'missing_paths', 'run_study', 'collect_study',
-           'render_artifacts', 'readme_section', 'update_readme', 'model_label', 'plan_training', 'reproduce', 'main']
+__all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
+           'ARTIFACTS', 'README_START', 'README_END', 'notebook_path', 'notebook_parameters', 'check_params',
+           'is_finished', 'run_notebook', 'Study', 'load_scales', 'expand_study', 'missing_paths', 'run_study',
+           'collect_study', 'render_artifacts', 'readme_section', 'update_readme', 'model_label', 'archive_runs',
+           'restore_runs', 'plan_training', 'reproduce', 'main']
 
 # %% ../nbs/16_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
 NBS_DIR, STUDIES_DIR, RUNS_DIR = ROOT / 'nbs', ROOT / 'studies', ROOT / 'runs'
 PAPER_NBS_DIR = NBS_DIR / 'paper'  # the notebooks of the paper's tables and figures
 RESULTS_DIR, FIGURES_DIR = ROOT / 'results', ROOT / 'figures'
+ARCHIVE_DIR = RESULTS_DIR / 'runs'  # the committed small outputs of finished runs (see `archive_runs`)
 SCALES = ('smoke', 'small', 'paper')
 
 def notebook_path(name, nbs_dir=None) -> Path:
@@ -262,6 +264,43 @@ def model_label(spec) -> str:
     from sweet_rl.models import PRESETS
     return PRESETS[spec].hf_id.split('/')[-1] if spec in PRESETS else Path(str(spec)).name
 
+# %% ../nbs/16_pipeline.ipynb #b7c478bb
+_WEIGHTS = ('.safetensors', '.bin', '.pt', '.pth', '.gguf', '.ckpt')
+
+def _portable(folder:Path, max_bytes:int) -> list[Path]:
+    "The files of `folder` worth committing: no weights, no checkpoints, none over `max_bytes`."
+    return sorted(p for p in folder.rglob('*') if p.is_file() and p.suffix not in _WEIGHTS and p.stat().st_size <= max_bytes
+                  and 'checkpoints' not in p.relative_to(folder).parts and not p.name.startswith('.'))
+
+def _archivable(runs_dir:Path) -> list[Path]:
+    "Finished run folders (with metrics.json) and the shared rollouts and candidates stores under `runs_dir`."
+    finished = [p.parent for p in runs_dir.glob('*/*/metrics.json') if p.parent.parent.name not in ('shared', 'artifacts')]
+    shared = [p for kind in ('rollouts', 'candidates') for p in (runs_dir / 'shared' / kind).glob('*') if p.is_dir()]
+    return sorted(finished + shared)
+
+def archive_runs(runs_dir=None, archive_dir=None, max_bytes:int=5_000_000) -> list[Path]:
+    "Copy the small outputs of finished runs and the shared stores from `runs/` into `results/runs/`; return the files written."
+    import shutil
+    runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
+    out = []
+    for folder in _archivable(runs_dir):
+        for f in _portable(folder, max_bytes):
+            dest = archive_dir / f.relative_to(runs_dir)
+            if dest.is_file() and dest.stat().st_size == f.stat().st_size and dest.read_bytes() == f.read_bytes(): continue
+            dest.parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, dest); out.append(dest)
+    return out
+
+def restore_runs(runs_dir=None, archive_dir=None) -> list[Path]:
+    "Copy archived run outputs back into `runs/` where a file is missing (or shorter: a store that grew in the archive)."
+    import shutil
+    runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
+    out = []
+    for f in sorted(p for p in archive_dir.rglob('*') if p.is_file()) if archive_dir.is_dir() else []:
+        dest = runs_dir / f.relative_to(archive_dir)
+        if dest.is_file() and dest.stat().st_size >= f.stat().st_size: continue
+        dest.parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, dest); out.append(dest)
+    return out
+
 # %% ../nbs/16_pipeline.ipynb #0e1c0bfa
 def plan_training(study:Study|str, scale:str='paper') -> list[dict]:
     "The launch plan (`sweet_rl.launch.launch_plan`: world size, global batch, memory per GPU, problems) of every critic and actor a study trains through `accelerate`."
@@ -289,8 +328,10 @@ def reproduce(scale:str='small', studies:Sequence[str]|None=None, runs_dir=None,
         plans = [x for s in loaded for x in plan_training(s, scale)]
         return {'scale': scale, 'runs': {k: [str(p) for p in v] for k, v in planned.items()}, 'training': plans,
                 'problems': [f"{x['study']}/{x['run']} {x['what']}: {p}" for x in plans for p in x['problems']]}
+    restore_runs(runs_dir)
     for s in loaded:
-        run_study(s, scale, runs_dir, force=force)
+        try: run_study(s, scale, runs_dir, force=force)
+        finally: archive_runs(runs_dir)  # what finished survives an interruption
         collect_study(s, scale, runs_dir, results_dir or RESULTS_DIR, allow_mixed_versions)
     files = render_artifacts(results_dir, figures_dir, [s for s in ARTIFACTS if s in studies], runs_dir)
     changed = update_readme(readme, figures_dir)
@@ -309,6 +350,7 @@ def main(argv:Sequence[str]|None=None):
         p.add_argument('--allow-mixed-versions', action='store_true')
     p = sub.add_parser('render'); p.add_argument('--results-dir'); p.add_argument('--figures-dir')
     p = sub.add_parser('readme'); p.add_argument('--figures-dir'); p.add_argument('--check', action='store_true')
+    for name in ('archive', 'restore'): p = sub.add_parser(name); p.add_argument('--runs-dir')
     p = sub.add_parser('reproduce'); p.add_argument('--scale', default='small', choices=SCALES); p.add_argument('--studies')
     p.add_argument('--runs-dir'); p.add_argument('--dry-run', action='store_true'); p.add_argument('--force', action='store_true')
     p.add_argument('--allow-mixed-versions', action='store_true')
@@ -318,6 +360,9 @@ def main(argv:Sequence[str]|None=None):
     elif a.cmd == 'collect':
         t = collect_study(a.study, a.scale, a.runs_dir, a.results_dir or RESULTS_DIR, a.allow_mixed_versions)
         print(f"{len(t)} rows -> {Path(a.results_dir or RESULTS_DIR) / (Path(a.study).stem + '.csv')}")
+    elif a.cmd in ('archive', 'restore'):
+        files = (archive_runs if a.cmd == 'archive' else restore_runs)(a.runs_dir)
+        print(f"{len(files)} files {'archived into' if a.cmd == 'archive' else 'restored from'} {ARCHIVE_DIR}")
     elif a.cmd == 'render':
         for f in render_artifacts(a.results_dir, a.figures_dir): print(f)
     elif a.cmd == 'readme':

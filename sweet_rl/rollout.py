@@ -4,22 +4,22 @@
 
 # %% ../nbs/08_rollout.ipynb #c5b8624c
 from __future__ import annotations
-import ast, html, json, math, random, re, statistics, time
+import ast, copy, html, json, math, random, re, statistics, time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 from tqdm.auto import tqdm
 
-from .core import Config, JsonlStore, stable_id, seed_everything
+from .core import Config, JsonlStore, artifact_dir, stable_id, seed_everything
 from .data import dialogue_turns
 from .models import Completion, GenerationBackend, SamplingParams
 from .envs.backend import ANSWER_MARK
 
 # %% auto #0
 __all__ = ['BACKEND_QUESTIONS', 'FRONTEND_QUESTIONS', 'RolloutConfig', 'env_factory', 'scorer_label', 'episode_id', 'score_list',
-           'run_rollouts', 'episode_metrics', 'TrajectoryView', 'mutate_code', 'mutate_html', 'scripted_answer',
-           'script_plan', 'scripted_rollouts', 'ScriptedAgent']
+           'CandidatePool', 'run_rollouts', 'shared_rollouts', 'episode_metrics', 'TrajectoryView', 'mutate_code',
+           'mutate_html', 'scripted_answer', 'script_plan', 'scripted_rollouts', 'ScriptedAgent']
 
 # %% ../nbs/08_rollout.ipynb #459ae4f4
 @dataclass
@@ -124,6 +124,37 @@ def _best_of(ep:_Episode, candidates:list, scorer) -> str:
     ep.fields['bon'].append({'turn': env.agent_turns, 'scores': [None if math.isnan(s) else s for s in scores], 'chosen': chosen})
     return candidates[chosen]
 
+# %% ../nbs/08_rollout.ipynb #125e0c15
+class CandidatePool:
+    "Best-of-N candidates sampled once per agent state (`size` of them) and shared: a run with N candidates gets the first N."
+    def __init__(self, size:int, # candidates sampled per state: the largest N that may be asked for
+                 out_path=None, # JSONL to append to and resume from; None keeps the pool in memory only
+                 tag:str='', # names the policy in the state keys, so another policy's samples are never reused
+                ):
+        if size < 1: raise ValueError(f"CandidatePool size must be >= 1, got {size}")
+        self.size, self.tag = size, tag
+        self.store = JsonlStore(out_path) if out_path else None
+        self.pools = {r['id']: r['candidates'] for r in self.store} if self.store is not None else {}
+
+    def key(self, observation:list, params:SamplingParams) -> str:
+        "The pool's key of one agent state: the conversation the agent sees and how it samples (the seed aside)."
+        knobs = {k: getattr(params, k) for k in ('max_new_tokens', 'temperature', 'top_p', 'stop')}
+        return stable_id({'observation': observation, 'sampling': knobs, 'size': self.size, 'tag': self.tag})
+
+    def draw(self, agent:GenerationBackend, observations:list, n:int, params:SamplingParams) -> list[list[str]]:
+        "The first `n` candidates of each observation's pool, sampling (in one batched call) the pools not drawn yet."
+        if not 1 <= n <= self.size: raise ValueError(f"asked for {n} candidates from a pool of {self.size} per state")
+        keys = [self.key(o, params) for o in observations]
+        new = list(dict.fromkeys(k for k in keys if k not in self.pools))
+        if new:
+            seen = dict(zip(keys, observations))
+            p = copy.copy(params); p.seed = int(new[0][:8], 16)  # the pool, not the run that first reached it, decides the seed
+            flat = agent.generate([seen[k] for k in new for _ in range(self.size)], p)
+            for j, k in enumerate(new):
+                self.pools[k] = flat[j * self.size:(j + 1) * self.size]
+                if self.store is not None: self.store.append({'id': k, 'candidates': self.pools[k]})
+        return [self.pools[k][:n] for k in keys]
+
 # %% ../nbs/08_rollout.ipynb #dbc154b9
 def run_rollouts(tasks:Sequence, # task records (`BackendTask` or `FrontendTask`)
                  make_env:Callable, # () -> a fresh environment (`BackendEnv`, `FrontendEnv`)
@@ -133,6 +164,7 @@ def run_rollouts(tasks:Sequence, # task records (`BackendTask` or `FrontendTask`
                  tag:str='', # extra text mixed into episode ids (e.g. the agent model's name, the scorer's checkpoint)
                  progress:bool=True, # show a progress bar
                  scorer=None, # Best-of-N (`config.n_candidates > 1`): any object with `.score(task_dict, history, candidates)` -> N scores, higher is better
+                 pool:CandidatePool|None=None, # Best-of-N: draw candidates from this shared pool (the first N of each state's) instead of fresh samples
                 ) -> list:
     "Run every (task, sample) episode not already in `out_path`; return all trajectories for `tasks`, finished earlier or now."
     config = config or RolloutConfig()
@@ -151,12 +183,25 @@ def run_rollouts(tasks:Sequence, # task records (`BackendTask` or `FrontendTask`
     def speak(live, step):
         params.seed = config.seed * 1_000_003 + step  # one seed per call; request i of the call samples with seed + i
         if bon is None: return agent.generate([ep.env.observation() for ep in live], params)
+        if pool is not None: return [_best_of(ep, c, bon) for ep, c in zip(live, pool.draw(agent, [ep.env.observation() for ep in live], n, params))]
         flat = agent.generate([ep.env.observation() for ep in live for _ in range(n)], params)
         return [_best_of(ep, flat[i * n:(i + 1) * n], bon) for i, ep in enumerate(live)]
 
     with tqdm(total=len(queue), initial=len(queue) - len(todo), desc='episodes', disable=not progress) as bar:
         _drive(todo, make_env, speak, store, results, config.batch_size, bar)
     return [results[eid] for eid, _, _ in queue]
+
+# %% ../nbs/08_rollout.ipynb #4055163c
+def shared_rollouts(tasks:Sequence, make_env:Callable, agent:GenerationBackend, config:RolloutConfig,
+                    what:dict, # names the episodes beyond tasks and config: the agent and simulator, the protocol (JSON-serializable)
+                    runs_dir=None, # root of `runs/` (default: the repository's)
+                    progress:bool=True,
+                   ) -> tuple[list, Path]:
+    "`run_rollouts` into the shared folder of exactly these episodes: generated once, resumed, reused; returns (records, folder)."
+    folder = artifact_dir('rollouts', {**what, 'config': config.to_dict(), 'tasks': stable_id([t.to_dict() for t in tasks]),
+                                       'n_tasks': len(tasks)}, runs_dir)
+    tag = '|'.join(str(what[k]) for k in sorted(what))
+    return run_rollouts(tasks, make_env, agent, config, out_path=folder / 'trajectories.jsonl', tag=tag, progress=progress), folder
 
 # %% ../nbs/08_rollout.ipynb #5d0afb71
 def episode_metrics(records:Sequence[dict], # trajectory records of one run, with our scores (`run_rollouts` output)
