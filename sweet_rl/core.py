@@ -281,10 +281,11 @@ def start_run(experiment:str, # the experiment notebook's name (e.g. 'train_crit
 # %% ../nbs/00_core.ipynb #f7a46a70
 def artifact_dir(kind:str, # what the folder holds: 'rollouts', 'candidates', 'critic', ...
                  what:dict, # everything that determines the product (JSON-serializable)
-                 runs_dir=None, # default: `runs/` of the repository (or of the working directory)
+                 runs_dir=None, # default: `$SWEET_RL_RUNS`, else `runs/` of the repository (or of the working directory)
                 ) -> Path:
     "The folder shared by every run that needs the product `what`: `runs/shared/<kind>/<12 hex digits of what>`, made, with its params.json."
-    folder = Path(runs_dir or (REPO_ROOT or Path.cwd()) / 'runs') / 'shared' / kind / stable_id({'kind': kind, 'what': what})[:12]
+    root = Path(runs_dir or os.environ.get('SWEET_RL_RUNS') or (REPO_ROOT or Path.cwd()) / 'runs')
+    folder = root / 'shared' / kind / stable_id({'kind': kind, 'what': what})[:12]
     folder.mkdir(parents=True, exist_ok=True)
     text = json.dumps(what, indent=2, sort_keys=True) + '\n'
     if not (folder / 'params.json').is_file(): atomic_write_text(folder / 'params.json', text)
