@@ -220,10 +220,12 @@ def _turn_dpo_trainer():
 # %% ../nbs/13_actor.ipynb #edbe377c
 def rft_examples(trajectories:Sequence, make_env:Callable, # () -> an environment of the trajectories' kind
                  success_threshold:float=1.0, # reward counting as success for records without a `success` field
+                 min_reward:float|None=None, # keep trajectories with at least this reward instead of the successes (small models that rarely succeed)
                 ) -> list[dict]:
-    "Rejection Fine-Tuning data: each successful trajectory as an actor conversation, `{conversation}`."
+    "Rejection Fine-Tuning data: each successful trajectory (or each with `min_reward`) as an actor conversation, `{conversation}`."
     env = make_env()
-    return [{'conversation': actor_conversation(r, env)} for r in map(as_record, trajectories) if is_success(r, success_threshold)]
+    keep = (lambda r: is_success(r, success_threshold)) if min_reward is None else (lambda r: r['reward'] >= min_reward)
+    return [{'conversation': actor_conversation(r, env)} for r in map(as_record, trajectories) if keep(r)]
 
 def mtdpo_examples(trajectories:Sequence, make_env:Callable,
                    pair_config:PairConfig|None=None, # how trajectory pairs are formed (the critic's rule)
