@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_models.ipynb #b889b4d9
 from __future__ import annotations
-import argparse, concurrent.futures, fcntl, hashlib, json, logging, os, shutil, subprocess, sys, threading, time, zipfile
+import argparse, concurrent.futures, fcntl, hashlib, json, logging, os, shutil, subprocess, sys, threading, time, warnings, zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,19 +12,22 @@ from typing import Any, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
+from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from .core import Config, atomic_write_text, cache_dir
 
 # %% auto #0
-__all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'RETRY_STATUS', 'BACKENDS', 'ModelPreset', 'ModelAssetError',
-           'assemble_gguf', 'preset_dir', 'fetch_model', 'cpu_supports_bf16', 'resolve_dtype', 'resolve_model_path',
-           'load_tokenizer', 'load_model', 'add_lora', 'check_conversations', 'generation_prompt_ids',
-           'end_of_turn_ids', 'SamplingParams', 'Completion', 'truncate_at_stop', 'GenerationBackend',
-           'TransformersBackend', 'GenerationError', 'OpenAIBackend', 'VLLMBackend', 'BackendConfig',
-           'parse_backend_spec', 'make_backend', 'assistant_char_spans', 'EncodedConversations',
-           'turn_index_from_offsets', 'encode_conversations', 'causal_lm', 'gather_logprobs', 'token_logprobs',
-           'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn', 'main']
+__all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_TOKENS', 'RETRY_STATUS', 'BACKENDS',
+           'ModelPreset', 'ModelAssetError', 'assemble_gguf', 'preset_dir', 'fetch_model', 'cpu_supports_bf16',
+           'resolve_dtype', 'resolve_model_path', 'load_tokenizer', 'load_model', 'add_lora', 'check_conversations',
+           'generation_prompt_ids', 'end_of_turn_ids', 'SamplingParams', 'Completion', 'truncate_at_stop',
+           'GenerationBackend', 'CachedPrefix', 'common_prefix_len', 'PrefixCache', 'next_tokens', 'prefix_cacheable',
+           'weights_version', 'TransformersBackend', 'rows_to_cache', 'cache_row', 'drop_first_positions',
+           'GenerationError', 'OpenAIBackend', 'VLLMBackend', 'BackendConfig', 'parse_backend_spec', 'make_backend',
+           'assistant_char_spans', 'EncodedConversations', 'turn_index_from_offsets', 'encode_conversations',
+           'causal_lm', 'gather_logprobs', 'token_logprobs', 'ScoredConversation', 'score_conversations', 'TurnStats',
+           'per_turn', 'main']
 
 # %% ../nbs/02_models.ipynb #4661c1c3
 @dataclass(frozen=True)
@@ -308,21 +311,102 @@ class GenerationBackend:
         "The assistant reply to one conversation."
         return self.generate([messages], params)[0]
 
+# %% ../nbs/02_models.ipynb #dc8139c9
+DEFAULT_CACHE_TOKENS = 131_072 # prefix store budget: 1.5 GiB of keys/values for Qwen2.5-0.5B in bf16 (12 KiB per token)
+
+@dataclass(eq=False)
+class CachedPrefix:
+    "The keys and values of one token sequence (batch 1)."
+    ids:torch.Tensor # [T] token ids processed (CPU)
+    kv:list # per layer `(keys, values)`, each [1, kv_heads, T, head_dim]
+    last_used:int=0 # the store's clock when the entry was last matched or stored
+
+def common_prefix_len(a:torch.Tensor, b:torch.Tensor) -> int:
+    "Number of leading tokens that `a` and `b` share."
+    n = min(len(a), len(b))
+    differ = (a[:n] != b[:n]).nonzero()
+    return int(differ[0, 0]) if len(differ) else n
+
+class PrefixCache:
+    "Keys/values of sequences seen before, looked up by longest common token prefix; least recently used go first."
+    def __init__(self, max_tokens:int=DEFAULT_CACHE_TOKENS): # most tokens held over all entries
+        self.max_tokens, self.entries, self.clock = max_tokens, [], 0
+
+    @property
+    def tokens(self) -> int: return sum(len(e.ids) for e in self.entries)
+    def __len__(self) -> int: return len(self.entries)
+    def clear(self): self.entries = []
+
+    def _touch(self, entry:CachedPrefix):
+        self.clock += 1
+        entry.last_used = self.clock
+
+    def match(self, ids:Sequence[int], touch:bool=True) -> tuple[CachedPrefix|None, int]:
+        "The entry sharing the longest token prefix with `ids` and the length of that prefix (`(None, 0)`: none shares any)."
+        query, best, n = torch.tensor(ids, dtype=torch.long), None, 0
+        for e in self.entries:
+            if (k := common_prefix_len(e.ids, query)) > n: best, n = e, k
+        if best is not None and touch: self._touch(best)
+        return best, n
+
+    def add(self, ids:Sequence[int], kv:list):
+        "Store `kv`, the keys/values of `ids`, dropping the entries it extends; evict least recently used ones over budget."
+        query = torch.tensor(ids, dtype=torch.long)
+        if not 0 < len(query) <= self.max_tokens: return
+        for e in self.entries:
+            if common_prefix_len(e.ids, query) == len(query): return self._touch(e)  # an entry already holds all of it
+        self.entries = [e for e in self.entries if common_prefix_len(e.ids, query) < len(e.ids)]
+        self.entries.append(CachedPrefix(query, kv))
+        self._touch(self.entries[-1])
+        while self.tokens > self.max_tokens: self.entries.remove(min(self.entries, key=lambda e: e.last_used))
+
+# %% ../nbs/02_models.ipynb #3dcee3a2
+def next_tokens(logits:torch.Tensor, # [B, V] next-token logits
+                params:SamplingParams) -> torch.Tensor:
+    "One token per row: the argmax when `temperature == 0`, else a draw from the temperature-scaled top-p nucleus."
+    if params.temperature == 0: return logits.argmax(-1)
+    probs = (logits.float() / params.temperature).softmax(-1)
+    if params.top_p < 1:
+        p, idx = probs.sort(-1, descending=True)
+        outside = p.cumsum(-1) - p >= params.top_p  # the more likely tokens already hold top_p of the mass
+        probs = probs.scatter(-1, idx, p.masked_fill(outside, 0))
+    return torch.multinomial(probs, 1)[:, 0]
+
+# %% ../nbs/02_models.ipynb #b427f34c
+def prefix_cacheable(model) -> bool:
+    "Whether every layer of `model` keeps a plain growing key/value cache (full attention), which prefix caching needs."
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+    try: layers = DynamicCache(config=model.config).layers
+    except Exception: return False
+    return bool(layers) and all(type(l) is DynamicLayer for l in layers)
+
+def weights_version(model) -> int:
+    "Sum of the parameters' in-place version counters: it changes whenever an optimizer step or `copy_` changes a weight."
+    return sum(p._version for p in model.parameters())
+
 # %% ../nbs/02_models.ipynb #f7180f0c
 class TransformersBackend(GenerationBackend):
-    "Batched local generation with a transformers causal LM (left padding)."
+    "Batched local generation with a transformers causal LM, reusing the keys/values of prompt prefixes it has seen."
     def __init__(self, model=DEFAULT_MODEL, # preset name, folder, or an already loaded model
                  tokenizer=None, # needed when `model` is a loaded model
                  dtype='auto', # see `resolve_dtype` (only when loading by name)
-                 batch_size:int=8, # conversations per `generate` call
+                 batch_size:int=8, # conversations decoded together
                  device:str|None=None, # default: cuda when available
                  progress:bool=False, # show a progress bar over batches
+                 prefix_cache:bool=True, # reuse keys/values of earlier prompts and replies (False: `model.generate`)
+                 cache_tokens:int=DEFAULT_CACHE_TOKENS, # token budget of the prefix store (`PrefixCache`)
                 ):
         if isinstance(model, (str, Path)): model, tokenizer = load_model(str(model), dtype=dtype, device=device)
         elif tokenizer is None: raise ValueError("pass the tokenizer along with a loaded model")
         self.model, self.tokenizer, self.batch_size, self.progress = model, tokenizer, batch_size, progress
         if self.tokenizer.pad_token is None: self.tokenizer.pad_token = self.tokenizer.eos_token
         self.eot_ids = end_of_turn_ids(tokenizer, model)
+        if prefix_cache and not prefix_cacheable(model):
+            warnings.warn(f"{type(model).__name__} has sliding-window or linear-attention layers: prefix caching is off")
+        self.prefix_store = PrefixCache(cache_tokens) if prefix_cache and prefix_cacheable(model) else None
+        self.cache_stats = dict.fromkeys(('prompt_tokens', 'reused_tokens', 'shared_tokens', 'prefilled_tokens'), 0)
+        self._weights = weights_version(model)
 
     def _generation_config(self, params:SamplingParams):
         from transformers import GenerationConfig
@@ -341,26 +425,145 @@ class TransformersBackend(GenerationBackend):
             while ids and ids[-1] == self.tokenizer.pad_token_id: ids.pop()  # padding after a stop string
             n, reason = len(ids), 'length'
         text, stopped = truncate_at_stop(self.tokenizer.decode(ids, skip_special_tokens=True), params.stop)
+        if stopped and k is not None: n = k  # the stop string ended the row: `generate` padded it, maybe with an end-of-turn id
         return Completion(text, n, 'stop' if stopped else reason)
+
+    def _to_run(self, prompts:list) -> list[int]:
+        "How many tokens of each prompt the model must run: those the prefix store lacks (at least one), or all of them."
+        if self.prefix_store is None: return [len(p) for p in prompts]
+        if self._weights != (version := weights_version(self.model)): self.prefix_store.clear(); self._weights = version
+        return [len(p) - min(self.prefix_store.match(p, touch=False)[1], len(p) - 1) for p in prompts]
 
     @torch.inference_mode()
     def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]:
-        "Generate one reply per conversation, batched."
+        "Generate one reply per conversation, batched; the rows with the most tokens to run go first."
         params, convs = params or SamplingParams(), check_conversations(conversations)
-        prompts = [_render(self.tokenizer, c, add_generation_prompt=True) for c in convs]
-        lengths = [len(ids) for ids in self.tokenizer(prompts, add_special_tokens=False)['input_ids']]
-        order = sorted(range(len(prompts)), key=lambda i: -lengths[i])
-        gen_cfg, out = self._generation_config(params), [None] * len(prompts)
-        batches = [order[s:s + self.batch_size] for s in range(0, len(order), self.batch_size)]
-        dev = self.model.device
+        texts = [_render(self.tokenizer, c, add_generation_prompt=True) for c in convs]
+        prompts = self.tokenizer(texts, add_special_tokens=False)['input_ids']
+        to_run = self._to_run(prompts)
+        order = sorted(range(len(prompts)), key=lambda i: (-to_run[i], -len(prompts[i])))
+        batches, out = [order[s:s + self.batch_size] for s in range(0, len(order), self.batch_size)], [None] * len(prompts)
+        decode, dev = self._generate if self.prefix_store is None else self._decode, self.model.device
         with torch.random.fork_rng(devices=[dev] if dev.type == 'cuda' else []):
             if params.seed is not None: torch.manual_seed(params.seed)
             for idx in tqdm(batches, desc='generate', disable=not self.progress):
-                enc = self.tokenizer([prompts[i] for i in idx], add_special_tokens=False, padding=True,
-                                     padding_side='left', return_tensors='pt').to(dev)
-                ids = self.model.generate(**enc, generation_config=gen_cfg, tokenizer=self.tokenizer)
-                for i, row in zip(idx, ids[:, enc['input_ids'].shape[1]:].tolist()): out[i] = self._finish(row, params)
+                for i, row in zip(idx, decode([prompts[i] for i in idx], params)): out[i] = self._finish(row, params)
         return out
+
+    def _generate(self, prompts:list, params:SamplingParams) -> list[list[int]]:
+        "New token ids of each prompt by `model.generate` on the whole left-padded batch: the path without prefix caching."
+        enc = self.tokenizer.pad({'input_ids': prompts}, padding_side='left', return_tensors='pt').to(self.model.device)
+        ids = self.model.generate(**enc, generation_config=self._generation_config(params), tokenizer=self.tokenizer)
+        return ids[:, enc['input_ids'].shape[1]:].tolist()
+
+# %% ../nbs/02_models.ipynb #a9b95b2d
+def rows_to_cache(rows:list, # per row: per layer `(keys, values)` of shape [1, H, T_r, D], or None for an empty row
+                  length:int, # positions of the batch cache (>= every T_r)
+                  config, # the model's config
+                 ):
+    "A `DynamicCache` of batch `len(rows)` holding each row right-aligned in `length` positions, zeros before."
+    from transformers import DynamicCache
+    cache, shapes = DynamicCache(config=config), next(r for r in rows if r is not None)
+    for l, (k0, _) in enumerate(shapes):
+        keys = k0.new_zeros(len(rows), k0.shape[1], length, k0.shape[3])
+        values = torch.zeros_like(keys)
+        for r, kv in enumerate(rows):
+            if kv is None or not (n := kv[l][0].shape[2]): continue
+            keys[r, :, length - n:], values[r, :, length - n:] = kv[l][0][0], kv[l][1][0]
+        cache.update(keys, values, l)
+    return cache
+
+def cache_row(cache, row:int, start:int=0) -> list:
+    "Per layer `(keys, values)` of one row of a batch cache from position `start` on, as [1, H, T - start, D] views."
+    return [(l.keys[row:row + 1, :, start:], l.values[row:row + 1, :, start:]) for l in cache.layers]
+
+def drop_first_positions(cache, n:int):
+    "Remove the first `n` positions of every layer of a `DynamicCache` (padding no row needs any more)."
+    for l in cache.layers:
+        if l.is_initialized: l.keys, l.values = l.keys[:, :, n:], l.values[:, :, n:]
+
+# %% ../nbs/02_models.ipynb #4f223b68
+@patch
+def _prefill_group(self:TransformersBackend, prompts:list, # token ids of distinct prompts
+                   hits:list, # `(entry or None, tokens it shares)` of each prompt in the prefix store
+                  ) -> tuple:
+    "One forward pass over what the store lacks of each prompt; return last logits [U, V], the cache and its mask [U, T]."
+    from transformers import DynamicCache
+    L, dev = [len(p) for p in prompts], self.model.device
+    start = [min(n, l - 1) for l, (_, n) in zip(L, hits)]  # at least one token runs, for the next token's logits
+    Q = max(l - s for l, s in zip(L, start))
+    start = [min(s, max(0, l - Q)) for l, s in zip(L, start)]  # every row ends at the last of the Q positions
+    C = max(start)
+    kept = [[(k[:, :, :s], v[:, :, :s]) for k, v in e.kv] if s else None for (e, _), s in zip(hits, start)]
+    past = rows_to_cache(kept, C, self.model.config) if C else DynamicCache(config=self.model.config)
+    ids = torch.full((len(L), Q), self.tokenizer.pad_token_id, dtype=torch.long)
+    pos, mask = torch.zeros_like(ids), torch.zeros(len(L), C + Q, dtype=torch.long)
+    for r, (p, s) in enumerate(zip(prompts, start)):
+        ids[r, Q - L[r] + s:], pos[r, Q - L[r] + s:], mask[r, C + Q - L[r]:] = torch.tensor(p[s:]), torch.arange(s, L[r]), 1
+    mask = mask.to(dev)
+    out = self.model(input_ids=ids.to(dev), position_ids=pos.to(dev), attention_mask=mask, past_key_values=past,
+                     use_cache=True, logits_to_keep=1)
+    self.cache_stats['reused_tokens'] += sum(start)
+    self.cache_stats['prefilled_tokens'] += sum(L) - sum(start)
+    return out.logits[:, -1], out.past_key_values, mask
+
+# %% ../nbs/02_models.ipynb #2e87b091
+@patch
+def _prefill(self:TransformersBackend, prompts:list, # token ids of each row of the batch
+            ) -> tuple:
+    "Prefill a batch (identical prompts once); return next-token logits [B, V], the cache and its mask [B, T], left-padded."
+    dev, stats = self.model.device, self.cache_stats
+    distinct = list(dict.fromkeys(map(tuple, prompts)))
+    stats['prompt_tokens'] += sum(map(len, prompts))
+    stats['shared_tokens'] += sum(map(len, prompts)) - sum(map(len, distinct))
+    hits = [self.prefix_store.match(p) for p in distinct]
+    new = [len(p) - min(n, len(p) - 1) for p, (_, n) in zip(distinct, hits)]
+    groups = []
+    for i in sorted(range(len(distinct)), key=lambda i: -new[i]):
+        if groups and 2 * new[i] >= new[groups[-1][0]]: groups[-1].append(i)
+        else: groups.append([i])
+    if len(groups) == 1 and groups[0] == list(range(len(distinct))):
+        logits, cache, mask = self._prefill_group(distinct, hits)
+    else:
+        logits, rows, T = [None] * len(distinct), [None] * len(distinct), max(map(len, distinct))
+        for g in groups:
+            lg, c, m = self._prefill_group([distinct[i] for i in g], [hits[i] for i in g])
+            for j, i in enumerate(g): logits[i], rows[i] = lg[j], cache_row(c, j, m.shape[1] - len(distinct[i]))
+        logits, cache = torch.stack(logits), rows_to_cache(rows, T, self.model.config)
+        mask = torch.tensor([[0] * (T - len(p)) + [1] * len(p) for p in distinct], device=dev)
+    if len(distinct) < len(prompts):
+        which = torch.tensor([distinct.index(tuple(p)) for p in prompts], device=dev)
+        cache.batch_select_indices(which)
+        logits, mask = logits[which], mask[which]
+    return logits, cache, mask
+
+# %% ../nbs/02_models.ipynb #78c505d9
+@patch
+def _decode(self:TransformersBackend, prompts:list, # token ids of each row of the batch
+            params:SamplingParams) -> list[list[int]]:
+    "New token ids of each prompt, decoded on top of the cached prefixes; each finished row is stored for later prompts."
+    dev, eot, stop = self.model.device, set(self.eot_ids), list(params.stop)
+    logits, cache, mask = self._prefill(prompts)
+    pos, live, out = torch.tensor([len(p) for p in prompts], device=dev), list(range(len(prompts))), [[] for _ in prompts]
+    while True:
+        nxt = next_tokens(logits, params).tolist()
+        for r, t in zip(live, nxt): out[r].append(t)
+        ended = [j for j, r in enumerate(live) if out[r][-1] in eot or len(out[r]) >= params.max_new_tokens or (
+                 stop and truncate_at_stop(self.tokenizer.decode(out[r], skip_special_tokens=True), stop)[1])]
+        for j in ended:  # its last token never ran: the cache holds the prompt and the reply before it
+            ran = prompts[live[j]] + out[live[j]][:-1]
+            self.prefix_store.add(ran, [(k.clone(), v.clone()) for k, v in cache_row(cache, j, mask.shape[1] - len(ran))])
+        if ended:
+            keep = [j for j in range(len(live)) if j not in ended]
+            if not keep: return out
+            sel = torch.tensor(keep, device=dev)
+            cache.batch_select_indices(sel)
+            mask, pos, live, nxt = mask[sel], pos[sel], [live[j] for j in keep], [nxt[j] for j in keep]
+            if (lead := int(mask.argmax(1).min())): drop_first_positions(cache, lead); mask = mask[:, lead:]
+        mask = F.pad(mask, (0, 1), value=1)
+        logits = self.model(input_ids=torch.tensor(nxt, device=dev)[:, None], position_ids=pos[:, None], attention_mask=mask,
+                            past_key_values=cache, use_cache=True).logits[:, -1]
+        pos += 1
 
 # %% ../nbs/02_models.ipynb #e223007e
 class GenerationError(RuntimeError):
@@ -492,6 +695,8 @@ class BackendConfig(Config):
     base_url:str|None=None # openai only: server root including /v1
     dtype:str='auto' # transformers/vllm: weight dtype
     batch_size:int=8 # transformers: conversations per forward batch
+    prefix_cache:bool=True # transformers: reuse the keys/values of prompt prefixes seen before (False: `model.generate` on whole prompts)
+    cache_tokens:int=DEFAULT_CACHE_TOKENS # transformers: token budget of the prefix store
     concurrency:int=8 # openai: requests in flight at once
     timeout:float=120.0 # openai: seconds per request attempt
     max_retries:int=8 # openai: retries of a failed request
@@ -514,7 +719,8 @@ def make_backend(spec='smollm2-135m', # spec string, `BackendConfig`, dict of it
     "Build the generation backend `spec` describes."
     if isinstance(spec, GenerationBackend): return spec
     cfg = parse_backend_spec(spec) if isinstance(spec, str) else spec if isinstance(spec, BackendConfig) else BackendConfig.from_dict(spec, 'backend spec')
-    if cfg.kind == 'transformers': return TransformersBackend(cfg.model, dtype=cfg.dtype, batch_size=cfg.batch_size)
+    if cfg.kind == 'transformers': return TransformersBackend(cfg.model, dtype=cfg.dtype, batch_size=cfg.batch_size,
+                                                                prefix_cache=cfg.prefix_cache, cache_tokens=cfg.cache_tokens)
     if cfg.kind == 'openai':
         if not cfg.base_url: raise ValueError("an openai backend needs base_url")
         return OpenAIBackend(cfg.base_url, cfg.model, timeout=cfg.timeout, max_retries=cfg.max_retries, backoff=cfg.backoff,
