@@ -35,9 +35,9 @@ class RolloutConfig(Config):
     n_candidates:int=1 # Best-of-N: candidate messages sampled per agent turn, the scorer picks one (needs `scorer=` when > 1)
 
 # %% ../nbs/08_rollout.ipynb #36fe9875
-def env_factory(kind:str, # 'backend' or 'frontend'
-                simulator=None, # generation backend playing the human (None: single-turn episodes only)
-                **config, # fields of `BackendEnvConfig` / `FrontendEnvConfig`: max_turns, simulator_max_new_tokens, ...
+def env_factory(kind:str, # 'backend', 'frontend' or 'search'
+                simulator=None, # generation backend playing the human (None: single-turn episodes only); search: the tool (None: the country collection)
+                **config, # fields of `BackendEnvConfig` / `FrontendEnvConfig` / `SearchEnvConfig`: max_turns, ...
                ) -> Callable:
     "() -> a fresh environment of `kind` with this simulator and protocol (one config object shared by every episode)."
     if kind == 'backend':
@@ -48,7 +48,11 @@ def env_factory(kind:str, # 'backend' or 'frontend'
         from sweet_rl.envs.frontend import FrontendEnv, FrontendEnvConfig
         cfg = FrontendEnvConfig.from_dict(config, 'env_factory')
         return lambda: FrontendEnv(simulator, cfg)
-    raise ValueError(f"kind must be 'backend' or 'frontend', got {kind!r}")
+    if kind == 'search':
+        from sweet_rl.envs.search import SearchEnv, SearchEnvConfig, default_search_tool
+        cfg, tool = SearchEnvConfig.from_dict(config, 'env_factory'), simulator or default_search_tool()
+        return lambda: SearchEnv(tool, cfg)
+    raise ValueError(f"kind must be 'backend', 'frontend' or 'search', got {kind!r}")
 
 # %% ../nbs/08_rollout.ipynb #4a20577d
 def scorer_label(scorer) -> str:
@@ -182,6 +186,7 @@ def run_rollouts(tasks:Sequence, # task records (`BackendTask` or `FrontendTask`
 
     def speak(live, step):
         params.seed = config.seed * 1_000_003 + step  # one seed per call; request i of the call samples with seed + i
+        params.stop = list(getattr(live[0].env, 'agent_stop', ()))  # the protocol's stop strings (the search tool's `</tool>`, `</answer>`)
         if bon is None: return agent.generate([ep.env.observation() for ep in live], params)
         if pool is not None: return [_best_of(ep, c, bon) for ep, c in zip(live, pool.draw(agent, [ep.env.observation() for ep in live], n, params))]
         flat = agent.generate([ep.env.observation() for ep in live for _ in range(n)], params)

@@ -19,6 +19,7 @@ ANSWER_MARK = 'I WANT TO ANSWER:'
 class CollaborativeEnv:
     "Episode protocol shared by the ColBench environments; subclasses set `task_class` and the three task-specific methods."
     kind, task_class = None, None
+    agent_stop = ()  # strings that end the agent's generation (rollouts pass them as `SamplingParams.stop`); none here
     def __init__(self, simulator=None, # generation backend playing the human (needed unless `single_turn`)
                  config=None): # the environment's config dataclass (needs max_turns, reply_chars, single_turn, simulator_max_new_tokens)
         self.simulator, self.config = simulator, config
