@@ -96,19 +96,19 @@ def training_arguments(config, # a config with the usual fields: batch_size, gra
                        progress:bool=True, # progress bar
                        device_type:str='cpu', # 'cpu' or 'cuda' (bf16 on GPUs that have it)
                        args_class=None, # `TrainingArguments` (default) or a subclass such as TRL's `DPOConfig`
-                       **extra, # further fields of `args_class`
+                       **extra, # further fields of `args_class`, or others than these defaults (e.g. `lr_scheduler_type`)
                       ):
     "Trainer arguments from one of our config dataclasses: cosine schedule with warmup, checkpoints, seeded order."
     from transformers import TrainingArguments
     cuda = device_type == 'cuda'
-    return (args_class or TrainingArguments)(
+    return (args_class or TrainingArguments)(**{**dict(
         output_dir=str(output_dir), per_device_train_batch_size=config.batch_size,
         gradient_accumulation_steps=config.grad_accum, learning_rate=config.lr, num_train_epochs=config.epochs,
         max_steps=max_steps, lr_scheduler_type='cosine', warmup_steps=config.warmup_ratio,
         weight_decay=config.weight_decay, logging_steps=config.logging_steps, save_strategy='steps',
         save_steps=config.save_steps, save_total_limit=config.save_total_limit, seed=config.seed,
         data_seed=config.seed, report_to='none', remove_unused_columns=False, disable_tqdm=not progress,
-        use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(), dataloader_num_workers=0, **extra)
+        use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(), dataloader_num_workers=0), **extra})
 
 def list_checkpoints(folder:Path) -> list[Path]:
     return sorted(folder.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[-1])) if folder.is_dir() else []
