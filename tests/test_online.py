@@ -1,0 +1,177 @@
+"""MT-GRPO (`sweet_rl.online`): advantages by hand for every mode and edge case, masks free of environment tokens, a
+learning check on a task a 135M model learns in a few CPU steps, and a run that resumes from its checkpoint."""
+import json, math
+from pathlib import Path
+
+import pytest
+import torch
+
+from sweet_rl.envs.search import SearchEnv, SearchEnvConfig, search_tasks
+from sweet_rl.models import encode_conversations, load_tokenizer
+from sweet_rl.online import (MTGRPOConfig, OnlinePolicy, Reward, Setting, agent_conversations, episode_rewards, online_setting,
+                             mtgrpo_advantages, online_metrics, search_rewards, train_mtgrpo)
+from sweet_rl.rollout import RolloutConfig, env_factory, run_rollouts
+
+
+def pm(d):
+    "Advantage of the better of two episodes whose rewards differ by d: (d / 2) / (d / sqrt(2) + 1e-4)."
+    return (d / 2) / (d / 2 ** 0.5 + 1e-4)
+
+
+# Group 1: a worse search (turn 0.2) then a right answer (1.0), against a good search (0.7) and a wrong answer (0.0).
+# Group 2: an answer at once (no tool result) and a good search, both outcomes 0.5.
+TURN_INDEX = torch.tensor([[-1, 0, 0, -1, 1, 1], [-1, 0, 0, -1, 1, -1], [-1, 0, 0, 0, 0, -1], [-1, 0, 0, -1, 1, 1]])
+OUTCOME, TURN = torch.tensor([1.0, 0.0, 0.5, 0.5]), torch.tensor([[0.2], [0.7], [0.0], [0.7]])
+o, t, t2 = pm(1.0), pm(0.5), pm(0.7)
+EXPECTED = {
+    'or': [[0, o, o, 0, o, o], [0, -o, -o, 0, -o, 0], [0] * 6, [0] * 6],
+    'mr': [[0, t, t, 0, t, t], [0, -t, -t, 0, -t, 0], [0, -t2, -t2, -t2, -t2, 0], [0, t2, t2, 0, t2, t2]],  # merged 1.2/0.7, 0.5/1.2
+    'mt': [[0, o - t, o - t, 0, o, o], [0, t - o, t - o, 0, -o, 0], [0, -t2, -t2, -t2, -t2, 0], [0, t2, t2, 0, 0, 0]],
+}
+
+
+@pytest.mark.parametrize('mode', ['or', 'mr', 'mt'])
+def test_advantages_match_hand_computed_tensors(mode):
+    adv = mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, mode)
+    assert adv.shape == TURN_INDEX.shape
+    torch.testing.assert_close(adv, torch.tensor(EXPECTED[mode]), atol=1e-6, rtol=0)
+    assert (adv[TURN_INDEX < 0] == 0).all()  # prompt, environment and padding tokens get nothing
+
+
+@pytest.mark.parametrize('mode', ['or', 'mr', 'mt'])
+def test_a_group_with_identical_rewards_has_zero_advantages(mode):
+    adv = mtgrpo_advantages(TURN_INDEX, torch.tensor([0.3, 0.3, 1.0, 1.0]), torch.tensor([[0.7], [0.7], [0.2], [0.2]]), 2, mode)
+    assert (adv == 0).all()
+
+
+def test_mt_episode_without_tool_result_takes_the_merged_advantage():
+    "Episode 2 answered in its first turn: MT-GRPO gives it GRPO-MR's advantage; the others keep turn-level credit."
+    mt, mr = (mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, m) for m in ('mt', 'mr'))
+    torch.testing.assert_close(mt[2], mr[2])
+    assert not torch.allclose(mt[3], mr[3])
+
+
+def test_mt_lambda_weights_the_turn_term_only():
+    half = mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, 'mt', lam=0.5)
+    torch.testing.assert_close(half[0], torch.tensor([0, o - t / 2, o - t / 2, 0, o, o]), atol=1e-6, rtol=0)
+    zero = mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, 'mt', lam=0.0)
+    torch.testing.assert_close(zero[[0, 1, 3]], mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, 'or')[[0, 1, 3]])
+
+
+def test_masks_hold_no_environment_token():
+    "A real search episode through the rollout loop: trained tokens are the agent's messages and their end-of-turn tokens."
+    tok = load_tokenizer('smollm2-135m')
+    task = next(q for q in search_tasks('all', kinds=['capital']) if q.country == 'Peru')
+
+    class Scripted:
+        def generate(self, conversations, params=None):  # a search, then an answer whose closing tag the stop string cut
+            return ['<reasoning>Search.</reasoning>\n<tool>Peru capital' if len(c) == 1 else '<reasoning>Lima.</reasoning>\n<answer>Lima'
+                    for c in conversations]
+    recs = run_rollouts([task], env_factory('search'), Scripted(), RolloutConfig(samples_per_task=2), progress=False)
+    enc = encode_conversations(tok, agent_conversations(recs, SearchEnv))
+    for i, r in enumerate(recs):
+        agent = [m['content'] for m in r['dialogue_history'] if m['role'] == 'assistant']
+        assert agent == ['<reasoning>Search.</reasoning>\n<tool>Peru capital</tool>', '<reasoning>Lima.</reasoning>\n<answer>Lima</answer>']
+        trained = tok.decode(enc.input_ids[i][enc.turn_index[i] >= 0])
+        assert trained == ''.join(m + '<|im_end|>' for m in agent)
+        result = r['dialogue_history'][2]['content']
+        assert result.startswith('<result>') and 'The capital of Peru is Lima' in result and result not in trained
+    er = episode_rewards(recs, search_rewards())
+    torch.testing.assert_close(er.outcome, torch.tensor([1.9, 1.9])); torch.testing.assert_close(er.turns, torch.tensor([[0.7], [0.7]]))
+
+
+# The learning check: one-turn episodes on capital questions, rewarded for starting the answer with "The capital". SmolLM2
+# does so in about a third of its samples at temperature 1, so every group has spread, and the first tokens move fast.
+PREFIX = 'the capital'
+def starts_with_prefix(records):
+    return [float(next(m['content'] for m in r['dialogue_history'] if m['role'] == 'assistant').strip().lower().startswith(PREFIX))
+            for r in records]
+
+
+def prefix_setting():
+    tasks = search_tasks('all', kinds=['capital'])
+    return Setting(env_factory('search', max_turns=1), tasks[:40], tasks[40:56],
+                   [Reward('prefix', 'outcome', 1.0, starts_with_prefix)])
+
+
+def held_out_rate(policy, setting, seed=123):
+    recs = run_rollouts(setting.eval_tasks, setting.make_env, policy.backend(batch_size=32),
+                        RolloutConfig(samples_per_task=2, max_new_tokens=4, temperature=1.0, seed=seed, batch_size=32), progress=False)
+    return online_metrics(recs, setting.rewards)['reward_prefix']
+
+
+def test_reward_rises_within_a_few_steps(tmp_path):
+    setting = prefix_setting()
+    cfg = MTGRPOConfig(mode='or', steps=4, group_size=4, batch_size=2, max_new_tokens=4, lr=2e-3, max_grad_norm=1.0,
+                       dtype='float32', save_steps=100, seed=0, save_episodes=False)
+    policy = OnlinePolicy.build(cfg)
+    before = held_out_rate(policy, setting)
+    train_mtgrpo(cfg, tmp_path / 'run', setting, progress=False, policy=policy)
+    after = held_out_rate(policy, setting)
+    steps = [json.loads(l) for l in (tmp_path / 'run' / 'steps.jsonl').read_text().splitlines()]
+    print(f"held-out rate of answers starting with {PREFIX!r}: {before:.2f} -> {after:.2f}; per step: "
+          f"{[round(s['reward_prefix'], 2) for s in steps]}")
+    assert after >= before + 0.25, (before, after)
+
+
+def test_interrupted_training_resumes_from_its_checkpoint(tmp_path):
+    "Stopped after step 2 (checkpoint), resumed to step 3: the same weights and per-step log as a run never interrupted."
+    setting = prefix_setting()
+    cfg = MTGRPOConfig(mode='mt', steps=3, group_size=2, batch_size=1, max_new_tokens=4, lr=1e-3, dtype='float32', save_steps=1,
+                       lora_r=4, lora_alpha=8, seed=0)
+    straight = train_mtgrpo(cfg, tmp_path / 'straight', setting, progress=False)
+    assert not (tmp_path / 'resumed' / 'policy').exists()
+    train_mtgrpo(cfg, tmp_path / 'resumed', setting, progress=False, stop_after=2)
+    assert not (tmp_path / 'resumed' / 'policy').exists()  # not finished: no result yet
+    assert (tmp_path / 'resumed' / 'checkpoints' / 'checkpoint-2').is_dir()
+    resumed = train_mtgrpo(cfg, tmp_path / 'resumed', setting, progress=False)
+    a, b = straight.trainable_state(), resumed.trainable_state()
+    assert set(a) == set(b) and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    logs = [[json.loads(l) for l in (tmp_path / d / 'steps.jsonl').read_text().splitlines()] for d in ('straight', 'resumed')]
+    assert [s['step'] for s in logs[1]] == [1, 2, 3]
+    for x, y in zip(*logs): assert x['loss'] == pytest.approx(y['loss'], abs=1e-6) and x['reward'] == y['reward']
+    again = train_mtgrpo(cfg, tmp_path / 'resumed', setting, progress=False)  # finished: loaded, not retrained
+    assert all(torch.equal(again.trainable_state()[k], b[k]) for k in b)
+
+
+def test_backend_with_a_sweet_critic_as_turn_reward(tmp_path):
+    """ColBench backend + a SWEET critic's turn-wise advantage as the turn reward is a configuration of the same trainer.
+    The critic is a fresh LoRA critic whose adapter is nudged off zero (an untrained one scores every turn 0)."""
+    from sweet_rl.critic import Critic, CriticConfig
+    critic = Critic.build(CriticConfig(dtype='float32', lora_r=4, lora_alpha=8))
+    with torch.no_grad():
+        for n, p in critic.model.named_parameters():
+            if 'lora_B' in n: p.add_(torch.randn_like(p) * 0.05)
+    critic.save(tmp_path / 'critic')
+    cfg = MTGRPOConfig(env='backend', critic_dir=str(tmp_path / 'critic'), critic_weight=0.5, steps=1, group_size=2, batch_size=1,
+                       max_turns=2, max_new_tokens=8, simulator_max_new_tokens=8, n_tasks=2, dtype='float32', lora_r=4, lora_alpha=8)
+    setting = online_setting(cfg)
+    assert [(r.name, r.level, r.weight) for r in setting.rewards] == [('tests_passed', 'outcome', 1.0), ('critic_advantage', 'turn', 0.5)]
+    train_mtgrpo(cfg, tmp_path / 'run', setting, progress=False)
+    step = json.loads((tmp_path / 'run' / 'steps.jsonl').read_text().splitlines()[0])
+    assert 0 <= step['reward_tests_passed'] <= 1 and step['reward_critic_advantage'] != 0 and math.isfinite(step['loss'])
+    episodes = [json.loads(l) for l in (tmp_path / 'run' / 'episodes.jsonl').read_text().splitlines()]
+    er = episode_rewards(episodes, setting.rewards)
+    turns = [sum(m['role'] == 'assistant' for m in e['dialogue_history']) for e in episodes]
+    assert er.turns.shape[1] == max(turns) and all((~er.turns[i].isnan()).sum() == n for i, n in enumerate(turns))  # one per turn
+
+
+def test_full_finetuning_with_kl_and_rollouts_reused(tmp_path):
+    """Full fine-tuning with a frozen reference (beta > 0) and two updates per batch of rollouts: the second step reuses
+    the first step's episodes and old log-probabilities, the KL to the reference is positive once the policy moved, and
+    every weight trained. The reward is the answer's length, so every group has spread."""
+    tasks = search_tasks('all', kinds=['capital'])
+    length = lambda records: [len(next(m['content'] for m in r['dialogue_history'] if m['role'] == 'assistant')) / 10 for r in records]
+    setting = Setting(env_factory('search', max_turns=1), tasks[:8], tasks[8:10], [Reward('length', 'outcome', 1.0, length)])
+    cfg = MTGRPOConfig(mode='or', lora=False, beta=0.1, updates_per_batch=2, steps=2, group_size=4, batch_size=1, max_new_tokens=4,
+                       lr=1e-4, max_grad_norm=1.0, dtype='float32', save_steps=100, save_episodes=False)
+    policy = OnlinePolicy.build(cfg)
+    assert policy.ref_model is not None
+    before = {k: v.clone() for k, v in policy.trainable_state().items()}
+    train_mtgrpo(cfg, tmp_path / 'run', setting, progress=False, policy=policy)
+    steps = [json.loads(l) for l in (tmp_path / 'run' / 'steps.jsonl').read_text().splitlines()]
+    assert [(s['reused'], s['rollout_s'] == 0) for s in steps] == [(0.0, False), (1.0, True)]
+    assert steps[0]['kl'] == 0 and steps[1]['kl'] > 0
+    after = policy.trainable_state()
+    changed = sum(not torch.equal(before[k], after[k]) for k in before)
+    assert changed == len(before), f"{changed} of {len(before)} tensors changed"
