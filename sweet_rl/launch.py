@@ -17,7 +17,7 @@ from .core import REPO_ROOT, atomic_write_text, read_jsonl, write_manifest
 # %% auto #0
 __all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'ACCELERATE_CONFIGS', 'global_batch', 'grad_accum_for', 'batch_arithmetic',
            'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records', 'parse_args',
-           'load_config', 'run_stage', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts',
+           'load_config', 'run_stage', 'run_online', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts',
            'estimate_memory', 'launch_plan', 'launch_training', 'train_actor_configs']
 
 # %% ../nbs/15_launch.ipynb #cc3930ca
@@ -129,7 +129,7 @@ def parse_args(argv:Sequence[str]|None=None, # arguments (default: the command l
     "Arguments of `python -m sweet_rl.launch {critic,actor} --config C --data D --out O [--max-steps N] ...`."
     p = argparse.ArgumentParser(prog='python -m sweet_rl.launch', description='Train the SWEET-RL critic or actor; '
                                 'prefix with `accelerate launch --config_file CFG` for several processes.')
-    stages = p.add_subparsers(dest='stage', required=True, metavar='{critic,actor,plan}')
+    stages = p.add_subparsers(dest='stage', required=True, metavar='{critic,actor,mtgrpo,plan}')
     for stage, cls, data in (('critic', 'CriticConfig', 'trajectory records'), ('actor', 'ActorConfig', 'training rows of the method')):
         s = stages.add_parser(stage, help=f'train the {stage}')
         s.add_argument('--config', type=Path, required=True, help=f'JSON file of {cls} fields')
@@ -140,6 +140,13 @@ def parse_args(argv:Sequence[str]|None=None, # arguments (default: the command l
         s.add_argument('--no-progress', action='store_true', help='no progress bar')
         s.add_argument('--cpu', action='store_true', help='train on the CPU even where GPUs are present')
         if stage == 'critic': s.add_argument('--pair-config', type=Path, help='JSON file of PairConfig fields')
+    s = stages.add_parser('mtgrpo', help='train a policy online with (multi-turn) GRPO (sweet_rl.online)')
+    s.add_argument('--config', type=Path, required=True, help='JSON file of MTGRPOConfig fields (the method and its setting)')
+    s.add_argument('--out', type=Path, required=True, help='run folder (results, checkpoints, logs)')
+    s.add_argument('--max-steps', type=int, default=-1, help="stop after this many steps with a checkpoint (-1: the config's steps)")
+    s.add_argument('--no-resume', action='store_true', help='start over instead of resuming from the last checkpoint')
+    s.add_argument('--no-progress', action='store_true', help='no progress bar')
+    s.add_argument('--cpu', action='store_true', help='train on the CPU even where GPUs are present')
     s = stages.add_parser('plan', help='check a training setup without loading weights (paths, world size, batch, memory)')
     s.add_argument('what', choices=['critic', 'actor']); s.add_argument('--config', type=Path, required=True)
     s.add_argument('--accelerate', type=Path, help='accelerate config the run will use (default: one process)')
@@ -203,9 +210,35 @@ def run_stage(args:argparse.Namespace, # from `parse_args`
     _say(info, f"saved {result}")
     return result
 
+def run_online(args:argparse.Namespace, # from `parse_args`, stage 'mtgrpo'
+              ) -> Path:
+    "Train a policy with online (multi-turn) GRPO in this process, as one of `WORLD_SIZE` processes; the folder of the saved policy."
+    from sweet_rl.online import MTGRPOConfig, train_mtgrpo
+    info = process_info()
+    device = 'cpu' if args.cpu else process_device(info)
+    if device.startswith('cuda'): torch.cuda.set_device(device)
+    config = load_config(MTGRPOConfig, args.config)
+    prompts = global_batch(config.batch_size, info.world_size, config.grad_accum)
+    _say(info, f"mtgrpo ({config.mode}, {config.env}): {prompts} prompt{'s' * (prompts != 1)} x {config.group_size} episodes per step = micro-batch "
+               f"{config.batch_size} x {info.world_size} process{'es' * (info.world_size != 1)} x accumulation {config.grad_accum}; device {device}")
+    out = Path(args.out)
+    if info.is_main:
+        params = {'stage': args.stage, 'config': config.to_dict(), 'processes': info.world_size, 'prompts_per_step': prompts,
+                  'resume': not args.no_resume, 'max_steps': args.max_steps}
+        atomic_write_text(out / 'params.json', json.dumps(params, indent=2, sort_keys=True) + '\n')
+        write_manifest(out, config.seed, stage=args.stage, processes=info.world_size, prompts_per_step=prompts)
+    train_mtgrpo(config, out, resume=not args.no_resume, progress=not args.no_progress, device=device,
+                 stop_after=None if args.max_steps < 0 else args.max_steps)
+    if info.is_main and (out / 'train_log.jsonl').is_file():  # finished (not stopped early)
+        metrics = _metrics(out, processes=info.world_size, prompts_per_step=prompts)
+        atomic_write_text(out / 'metrics.json', json.dumps(metrics, indent=2, sort_keys=True) + '\n')
+    _say(info, f"saved {out / 'policy'}" if (out / 'policy').is_dir() else f"stopped; resume from {out / 'checkpoints'}")
+    return out / 'policy'
+
 def main(argv:Sequence[str]|None=None) -> Path|dict:
     "Entry point of `python -m sweet_rl.launch` (and of `accelerate launch ... -m sweet_rl.launch`)."
     args = parse_args(argv)
+    if args.stage == 'mtgrpo': return run_online(args)
     if args.stage != 'plan': return run_stage(args)
     out = launch_plan(args.what, args.config, args.accelerate, args.data, args.seq_len, args.gpu_memory_gb)
     print(json.dumps(out, indent=2))
@@ -332,24 +365,26 @@ def launch_plan(what:str, # 'critic' or 'actor'
 # %% ../nbs/15_launch.ipynb #a6692d44
 def launch_training(what:str, # 'critic' or 'actor'
                     config, # the `CriticConfig` or `ActorConfig`
-                    records:Sequence[dict], # training data: trajectories (critic) or the method's rows (actor)
+                    records:Sequence[dict]|None, # training data: trajectories (critic) or the method's rows (actor); None for mtgrpo
                     out_dir, # run folder of this training
                     accelerate_config, # accelerate config file (relative paths: from the repository root)
                     max_steps:int=-1, resume:bool=True, extra_args:Sequence[str]=()) -> Path:
-    "Train with `accelerate launch ... -m sweet_rl.launch` in a subprocess; the folder of the saved critic or actor."
+    "Train with `accelerate launch ... -m sweet_rl.launch` in a subprocess; the folder of the saved critic, actor or policy."
     import subprocess, sys
     from sweet_rl.core import write_jsonl
     cfg_file = _accelerate_file(accelerate_config)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    config.save(out / f'{what}_config.json'); write_jsonl(out / 'train_data.jsonl', records)
+    config.save(out / f'{what}_config.json')
+    if records is not None: write_jsonl(out / 'train_data.jsonl', records)
+    data = () if records is None else ('--data', str(out / 'train_data.jsonl'))
     cmd = [sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(cfg_file), '-m', 'sweet_rl.launch', what,
-           '--config', str(out / f'{what}_config.json'), '--data', str(out / 'train_data.jsonl'), '--out', str(out),
+           '--config', str(out / f'{what}_config.json'), *data, '--out', str(out),
            '--max-steps', str(max_steps), '--no-progress', *(() if resume else ('--no-resume',)), *extra_args]
     with open(out / 'launch.log', 'w') as log: proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
         tail = (out / 'launch.log').read_text(errors='replace')[-2000:]
         raise RuntimeError(f"`{' '.join(cmd[3:6])} ...` failed with exit code {proc.returncode}; log: {out / 'launch.log'}\n{tail}")
-    return out / what
+    return out / ('policy' if what == 'mtgrpo' else what)
 
 # %% ../nbs/15_launch.ipynb #19bf1959
 def train_actor_configs(params:dict, # the parameters of `nbs/train_actor.ipynb` (all of them: defaults included)

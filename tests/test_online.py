@@ -156,6 +156,24 @@ def test_backend_with_a_sweet_critic_as_turn_reward(tmp_path):
     assert er.turns.shape[1] == max(turns) and all((~er.turns[i].isnan()).sum() == n for i, n in enumerate(turns))  # one per turn
 
 
+def test_training_under_accelerate_launch(tmp_path):
+    "Two CPU processes (gloo) each roll out their own prompts; process 0 writes the policy, the step log and the metrics."
+    import os, subprocess, sys
+    root = Path(__file__).resolve().parents[1]
+    MTGRPOConfig(steps=2, group_size=2, batch_size=1, max_new_tokens=4, max_turns=1, question_kinds=['capital'], n_tasks=8,
+                 dtype='float32', lora_r=4, lora_alpha=8, save_steps=1).save(tmp_path / 'g.json')
+    cmd = [sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(root / 'configs' / 'accelerate' / 'cpu_2proc.yaml'),
+           '-m', 'sweet_rl.launch', 'mtgrpo', '--config', str(tmp_path / 'g.json'), '--out', str(tmp_path / 'run'), '--no-progress']
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    params = json.loads((tmp_path / 'run' / 'params.json').read_text())
+    assert (params['processes'], params['prompts_per_step']) == (2, 2)
+    steps = [json.loads(l) for l in (tmp_path / 'run' / 'steps.jsonl').read_text().splitlines()]
+    assert [s['step'] for s in steps] == [1, 2] and all(s['episodes'] == 2 for s in steps)  # per process: 1 prompt x 2 episodes
+    assert (tmp_path / 'run' / 'policy' / 'weights.safetensors').is_file()
+    assert json.loads((tmp_path / 'run' / 'metrics.json').read_text())['steps'] == 2
+
+
 def test_full_finetuning_with_kl_and_rollouts_reused(tmp_path):
     """Full fine-tuning with a frozen reference (beta > 0) and two updates per batch of rollouts: the second step reuses
     the first step's episodes and old log-probabilities, the KL to the reference is positive once the policy moved, and
