@@ -4,13 +4,13 @@
 
 # %% ../../nbs/04_protocol.ipynb #84a6f47c
 from __future__ import annotations
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from ..data import dialogue_turns, request_turn
 from ..models import SamplingParams
 
 # %% auto #0
-__all__ = ['ANSWER_MARK', 'CollaborativeEnv']
+__all__ = ['ANSWER_MARK', 'CollaborativeEnv', 'ChoiceStep', 'ChoiceEnv']
 
 # %% ../../nbs/04_protocol.ipynb #c1e60915
 ANSWER_MARK = 'I WANT TO ANSWER:'
@@ -78,3 +78,20 @@ class CollaborativeEnv:
     def first_message(self) -> str: raise NotImplementedError
     def simulator_messages(self) -> list: raise NotImplementedError
     def trajectory(self) -> dict: raise NotImplementedError
+
+# %% ../../nbs/04_protocol.ipynb #a3788572
+class ChoiceStep(NamedTuple):
+    "What one step of a `ChoiceEnv` returns."
+    observation:str # the new state, as text
+    reward:float # the step's reward
+    done:bool # whether the episode is over
+    info:dict # anything else (e.g. why the episode ended)
+
+class ChoiceEnv:
+    "Protocol of environments whose agent picks one of an enumerated list of text actions each step (Reflect-RL's setting)."
+    instruction = ''  # what the agent is asked to do, shown before every state
+    horizon = 0  # the most steps an episode may take
+    def reset(self, seed:int|None=None) -> str: raise NotImplementedError  # start an episode; return the first state's text
+    def valid_actions(self) -> list[str]: raise NotImplementedError  # the actions the agent may pick now (what its prompt enumerates)
+    def step(self, action:str) -> ChoiceStep: raise NotImplementedError  # apply one action of `valid_actions()`
+    def oracle_action(self) -> str: raise NotImplementedError  # the expert's next action (for training data only)
