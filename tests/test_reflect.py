@@ -1,0 +1,100 @@
+"""Reflect-RL (sweet_rl.reflect): the action scoring covers exactly the valid labels, reflections never see the oracle at
+test time, negative examples change only the reflections written after a mistake, REINFORCE learns on the pickup
+curriculum, and an interrupted run resumes to the same weights."""
+import json, random
+
+import pytest
+import torch
+
+from sweet_rl.envs.taxi import ACTIONS, DangerousTaxiEnv, TaxiConfig, decode_state, taxi_seeds
+from sweet_rl.reflect import (LABELS, ReflectConfig, Reflector, action_labels, episode_seeds, label_logprobs, lora_lm,
+                              new_optimizer, play, policy_prompt, policy_update, reflection_data, reflection_prompt,
+                              success_rate, train_reflect, written_reflection)
+from sweet_rl.train import trainable_state
+
+
+@pytest.fixture(scope='module')
+def policy():
+    return lora_lm('smollm2-135m', ReflectConfig(lora_r=8, lora_alpha=16))
+
+
+@pytest.mark.parametrize('n', [1, 2, 6, 17])
+def test_scores_cover_exactly_the_valid_labels(policy, n):
+    model, tok = policy
+    prompt = policy_prompt('Pick one.', 'a state', [f'action {i}' for i in range(n)], action_labels(n))
+    (lp,) = label_logprobs(model, tok, [prompt], [n])
+    assert lp.shape == (n,)
+    assert torch.isclose(lp.exp().sum(), torch.tensor(1.0), atol=1e-5)
+    # the same prompt scored with a wider list gives the same relative preferences among the first n labels
+    (wide,) = label_logprobs(model, tok, [prompt], [len(LABELS)])
+    assert torch.allclose(lp, torch.log_softmax(wide[:n], -1), atol=1e-4)
+
+
+def test_policy_never_asks_the_oracle_at_test_time(policy, monkeypatch):
+    model, tok = policy
+    def spoiler(self): raise AssertionError('the oracle was consulted while playing')
+    monkeypatch.setattr(DangerousTaxiEnv, 'oracle_action', spoiler)
+    c = ReflectConfig(reflection_tokens=6)
+    reflector = Reflector(model, tok, max_new_tokens=6)
+    envs = [DangerousTaxiEnv(TaxiConfig(curriculum='pickup')) for _ in range(2)]
+    eps = play(model, tok, envs, episode_seeds(c, 'test', 2), c, reflector, greedy=True)
+    assert all(s['reflection'] is not None for e in eps for s in e['steps'])
+    # what the reflector reads holds no oracle: only the instruction, the memory and the state
+    p = reflection_prompt(envs[0].instruction, 'the state', [])
+    assert 'best next action' not in p and 'way forward' not in p
+
+
+def test_negative_examples_only_change_reflections_after_mistakes():
+    seeds = episode_seeds(ReflectConfig(), 'train', 12)
+    with_neg = reflection_data(ReflectConfig(negative_examples=True), seeds)
+    without = reflection_data(ReflectConfig(negative_examples=False), seeds)
+    assert [d['state'] for d in with_neg] == [d['state'] for d in without]
+    changed = [a['after_mistake'] for a, b in zip(with_neg, without) if a['reflection'] != b['reflection']]
+    assert changed and all(changed) and len(changed) == sum(d['after_mistake'] for d in with_neg)
+    assert written_reflection('move west') == 'The best next action is: move west.'
+
+
+def at_passenger_seeds(n):
+    "Training seeds whose start puts the taxi on the passenger's stop: one right action (pick up) wins the pickup curriculum."
+    out, env = [], DangerousTaxiEnv(TaxiConfig(curriculum='pickup'))
+    for seed in taxi_seeds('train', 2000):
+        env.reset(seed)
+        if env.oracle_action() == 'pick up the passenger': out.append(seed)
+        if len(out) == n: break
+    return out
+
+
+def test_reinforce_raises_success_on_the_pickup_curriculum(policy):
+    model, tok = lora_lm('smollm2-135m', ReflectConfig(seed=0))
+    c = ReflectConfig(reflection=False, memory=0, seed=0)
+    seeds = at_passenger_seeds(16)
+    envs = [DangerousTaxiEnv(TaxiConfig(curriculum='pickup')) for _ in range(8)]
+    evaluate = lambda: success_rate(play(model, tok, envs, seeds[:8], c, greedy=True) + play(model, tok, envs, seeds[8:], c, greedy=True))
+    before, opt, gen = evaluate(), new_optimizer(model, c), torch.Generator().manual_seed(0)
+    for it in range(12):
+        batch = [seeds[(4 * it + k) % len(seeds)] for k in range(4)]
+        policy_update(model, tok, opt, play(model, tok, envs[:4], batch, c, generator=gen), c)
+    after = evaluate()
+    assert after >= before + 0.25, (before, after)
+
+
+def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch):
+    cfg = ReflectConfig(reflection=False, data_episodes=4, sft_steps=2, iterations=3, episodes_per_iteration=2,
+                        eval_episodes=2, save_every=1, lora_r=8)
+    full = train_reflect(cfg, tmp_path / 'full', progress=False)
+    import sweet_rl.reflect as R
+    real, calls = R.policy_update, []
+    def stop_third(*a, **k):
+        calls.append(1)
+        if len(calls) == 3: raise KeyboardInterrupt
+        return real(*a, **k)
+    monkeypatch.setattr(R, 'policy_update', stop_third)
+    with pytest.raises(KeyboardInterrupt): train_reflect(cfg, tmp_path / 'cut', progress=False)
+    monkeypatch.setattr(R, 'policy_update', real)
+    resumed = train_reflect(cfg, tmp_path / 'cut', progress=False)
+    assert [r['iteration'] for r in resumed['train_log']] == [1, 2, 3]
+    drop = lambda log: [{k: v for k, v in r.items() if k != 'seconds'} for r in log]
+    assert drop(resumed['train_log']) == drop(full['train_log'])
+    a = torch.load(tmp_path / 'full' / 'checkpoint.pt', weights_only=False)['adapter']
+    b = torch.load(tmp_path / 'cut' / 'checkpoint.pt', weights_only=False)['adapter']
+    assert all(torch.equal(a[k], b[k]) for k in a)
