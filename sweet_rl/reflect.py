@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .core import Config, JsonlStore, atomic_write_text, read_jsonl, seed_everything, stable_id, write_jsonl, write_manifest
-from .models import SamplingParams, TransformersBackend, add_lora, end_of_turn_ids, load_model
+from .models import SamplingParams, TransformersBackend, add_lora, end_of_turn_ids, generation_prompt_ids, load_model
 from .envs.base import ChoiceEnv
 from .envs.taxi import DangerousTaxiEnv, MixedStep, TaxiConfig, mixed_oracle_rollout, taxi_seeds
 from .envs.explore import ExploreConfig, ExploreEnv, explore_tasks
@@ -23,8 +23,8 @@ from .train import trainable_state
 # %% auto #0
 __all__ = ['LABELS', 'ANALYZE', 'ACTION', 'CURRICULA', 'ReflectConfig', 'choice_env', 'episode_seeds', 'Memory', 'recall',
            'reflection_prompt', 'policy_prompt', 'action_labels', 'written_reflection', 'reflection_data', 'label_ids',
-           'chat_prompt_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll', 'sft_target', 'label_nll',
-           'lora_lm', 'new_optimizer', 'sft', 'Reflector', 'returns_to_go', 'reinforce_loss', 'play', 'policy_update',
+           'pad_id', 'left_padded', 'label_logprobs', 'reply_nll', 'sft_target', 'label_nll', 'lora_lm',
+           'new_optimizer', 'sft', 'Reflector', 'returns_to_go', 'reinforce_loss', 'play', 'policy_update',
            'success_rate', 'save_adapter', 'load_adapter', 'evaluate_policy', 'train_reflect']
 
 # %% ../nbs/13c_reflect.ipynb #0872a20f
@@ -158,11 +158,6 @@ def label_ids(tokenizer) -> list[int]:
         raise ValueError(f"labels {bad or 'of LABELS'} are not distinct single tokens for {type(tokenizer).__name__}")
     return [i[0] for i in ids]
 
-def chat_prompt_ids(tokenizer, prompt:str) -> list[int]:
-    "Token ids of a one-message chat with the assistant header after it (where the reply starts)."
-    text = tokenizer.apply_chat_template([{'role': 'user', 'content': prompt}], tokenize=False, add_generation_prompt=True)
-    return tokenizer(text, add_special_tokens=False)['input_ids']
-
 def pad_id(tokenizer) -> int:
     "The tokenizer's padding id, or its end-of-sequence id when it has none."
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -182,7 +177,7 @@ def label_logprobs(model, tokenizer, prompts:Sequence[str], # policy prompts (`p
     labels, out = torch.tensor(label_ids(tokenizer)), []
     dev = next(model.parameters()).device
     for s in range(0, len(prompts), batch_size):
-        ids, mask, pos = left_padded([chat_prompt_ids(tokenizer, p) for p in prompts[s:s + batch_size]], pad_id(tokenizer), dev)
+        ids, mask, pos = left_padded([generation_prompt_ids(tokenizer, [{'role': 'user', 'content': p}]) for p in prompts[s:s + batch_size]], pad_id(tokenizer), dev)
         last = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=1).logits[:, -1].float()
         out += [F.log_softmax(last[i, labels[:n].to(dev)], -1) for i, n in enumerate(n_actions[s:s + batch_size])]
     return out
@@ -192,7 +187,7 @@ def reply_nll(model, tokenizer, prompts:Sequence[str], replies:Sequence[str], eo
     "Mean negative log-likelihood of each reply's tokens (and its end of turn) after its chat prompt: the SFT loss of the reflection model."
     dev, rows, starts = next(model.parameters()).device, [], []
     for p, r in zip(prompts, replies):
-        head = chat_prompt_ids(tokenizer, p)
+        head = generation_prompt_ids(tokenizer, [{'role': 'user', 'content': p}])
         rows.append(head + tokenizer(r, add_special_tokens=False)['input_ids'] + [eot]); starts.append(len(head))
     T = max(map(len, rows))
     ids = torch.tensor([r + [pad_id(tokenizer)] * (T - len(r)) for r in rows], device=dev)
@@ -231,7 +226,7 @@ def sft(model, loss_fn:Callable, # (list of examples) -> loss tensor
         loss = loss_fn(rng.sample(list(examples), min(config.sft_batch_size, len(examples))))
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
-        opt.step(); opt.zero_grad(); losses.append(float(loss))
+        opt.step(); opt.zero_grad(); losses.append(loss.item())
     model.eval()
     return losses
 
@@ -311,7 +306,7 @@ def policy_update(model, tokenizer, optimizer, episodes:Sequence[dict], config:R
         lps = label_logprobs(model, tokenizer, [s['prompt'] for s, _ in part], [s['n_actions'] for s, _ in part], batch_size)
         chosen = torch.stack([lp[s['label']] for lp, (s, _) in zip(lps, part)])
         loss = reinforce_loss(chosen, torch.tensor([g for _, g in part])) * len(part) / len(steps)
-        loss.backward(); total += float(loss)
+        loss.backward(); total += loss.item()
     torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
     optimizer.step(); optimizer.zero_grad(); model.eval()
     return total

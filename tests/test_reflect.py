@@ -64,7 +64,7 @@ def at_passenger_seeds(n):
     return out
 
 
-def test_reinforce_raises_success_on_the_pickup_curriculum(policy):
+def test_reinforce_raises_success_on_the_pickup_curriculum():
     model, tok = lora_lm('smollm2-135m', ReflectConfig(seed=0))
     c = ReflectConfig(reflection=False, memory=0, seed=0)
     seeds = at_passenger_seeds(16)
