@@ -9,6 +9,6 @@ bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 out=runs/smoke
 mkdir -p "$out"
-papermill nbs/quickstart.ipynb "$out/quickstart.ipynb" --cwd nbs -p out_dir "$PWD/$out" "$@"
+papermill nbs/quickstart.ipynb "$out/quickstart.ipynb" --cwd nbs -p out_dir "$PWD/$out" -p n_tasks 40 -p max_steps 32 "$@"
 echo; cat "$out/summary.md"; echo; cat "$out/episode.txt"
 echo; echo "The notebook with its plot and the episode as a chat: $out/quickstart.ipynb"

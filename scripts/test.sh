@@ -25,29 +25,17 @@ python scripts/notebook_outputs.py --check
 outputs() { local d=(); for x in figures results; do [ -d "$x" ] && d+=("$x"); done; [ ${#d[@]} -eq 0 ] || find "${d[@]}" -type f -print0 | sort -z | xargs -0 -r sha256sum; }
 committed=$(outputs)
 
-# 2. Every notebook, including cells flagged slow (GPU-only cells are skipped on CPU machines).
+# 2. Every notebook under nbdev_test, including cells flagged slow (GPU-only cells are skipped on CPU machines).
 flags="slow"
 python -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && flags="slow gpu"
-log=$(mktemp)
-set +e
-# nbdev_test runs one notebook per core; one torch thread each keeps two training notebooks from
-# oversubscribing a 2-core machine (2 workers x 2 spinning OpenMP threads ran several times slower).
-OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" nbdev_test --flags "$flags" --do_print 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-set -e
-if grep -q "No files were eligible for testing" "$log"; then echo "FAIL: nbdev_test tested nothing"; exit 1; fi
-if [ "$status" -ne 0 ]; then
-  # The tracebacks were printed when each notebook failed, possibly long before the end: repeat them (shortened)
-  # here, so that the tail of the log says what failed.
-  echo "=== nbdev_test failures (repeated from above) ==="
-  awk '/ in .*\.ipynb:$/ {on=1; n=0} on && n < 60 {print; n++} /^- Completed/ {on=0}' "$log" | grep -v '^\[IPKernelApp\]' | tail -n 80
-  awk '/ in .*\.ipynb:$/ {nb=$0} /^While Executing Cell/ {cell=$0} NF && !/^- Completed/ && !/^\[IPKernelApp\]/ {last=$0}
-       /^- Completed/ && nb != "" {print "  " nb " " cell " -> " last; nb=""}' "$log"
-  echo "FAIL: nbdev_test"; exit "$status"
-fi
+# Each notebook is its own `nbdev_test --path` process (its memory goes back when it ends), two at a time, longest
+# first; one torch thread each keeps two training notebooks from oversubscribing a 2-core machine (2 x 2 spinning
+# OpenMP threads ran several times slower). Times and peak memory per notebook are printed as they end.
+OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" python scripts/run_notebooks.py --flags "$flags"
 
 # 3. Library tests (they include re-rendering the committed figures from the committed results, byte for byte).
-python -m pytest tests/ -q
+# Two pytest workers (pytest-xdist), one torch thread each: the tests are mostly small single-threaded models.
+OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" python -m pytest tests/ -q -n "${PYTEST_WORKERS:-2}" --durations=15
 
 # 4. The tests left figures/ and results/ as committed, and the README shows what figures/ holds.
 [ "$committed" = "$(outputs)" ] || { echo "FAIL: tests changed figures/ or results/"; exit 1; }

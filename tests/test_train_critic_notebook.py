@@ -1,15 +1,17 @@
-"""The critic-training notebook under papermill: at a smaller size than its defaults, for two seeds each, the trained
-SWEET critic ranks held-out pairs (tasks it never trained on) better than the untrained critic, for both tasks.
-(nbdev_test runs the notebook's backend defaults.)"""
+"""The critic-training notebook under papermill: at a smaller size than its defaults, the trained SWEET critic ranks
+held-out pairs (tasks it never trained on) better than the untrained critic (seed 0: on a CPU the run is deterministic,
+so one seed is one fixed check; the notebook takes `seed` for more). The backend check is not repeated here: nbdev_test
+runs the notebook's backend defaults, and `nbs/quickstart.ipynb` trains the same backend critic (24 tasks, 16 steps,
+seed 0) and asserts that it beats the untrained critic."""
 import json, os, subprocess, sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SEEDS = (0, 1)
-# smaller than the defaults (40 tasks, 32 steps): about 3 minutes a task with the two seeds run side by side on 2 cores
-SMALL = {'backend': {'n_tasks': 24, 'max_steps': 16}, 'frontend': {'n_tasks': 12, 'max_steps': 10}}
+SEEDS = (0,)
+# smaller than the defaults (24 tasks, 16 steps): about 5 minutes on one core
+SMALL = {'frontend': {'n_tasks': 12, 'max_steps': 10}}
 DEV_FRONTEND = Path(os.environ.get('SWEET_RL_COLBENCH_DEV') or ROOT.parent / 'shared' / 'colbench') / 'frontend_dev.jsonl'
 
 
@@ -40,10 +42,6 @@ def check_learned(runs:dict, min_pairs:int):
         assert lo <= m['heldout_pair_accuracy'] <= hi, (seed, m)
         for f in ('params.json', 'manifest.json', 'offline.jsonl', 'train_log.jsonl', 'training.png', 'critic/weights.safetensors'):
             assert (run / f).exists(), (seed, f)
-
-
-def test_backend_critic_beats_untrained_on_heldout_pairs(tmp_path):
-    check_learned(run_seeds(tmp_path, 'backend'), min_pairs=15)
 
 
 def test_frontend_critic_beats_untrained_on_heldout_pairs(tmp_path):
