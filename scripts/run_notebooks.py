@@ -4,6 +4,8 @@
     python scripts/run_notebooks.py --flags slow --only 13c_reflect train_reflect
     python scripts/run_notebooks.py --flags slow --record      # also rewrite scripts/notebook_times.json
 
+Record times in a clean clone: a notebook that finds its finished run under `runs/` reuses it and ends in seconds.
+
 `nbdev_test` alone runs the notebooks in a pool of long-lived workers: each worker keeps the memory high-water mark of
 every notebook it has run, and the order is alphabetical, so the longest notebook may start last. Here each notebook is a
 fresh `nbdev_test --path NOTEBOOK` process (its memory goes back when it ends), the longest start first (seconds recorded

@@ -35,7 +35,7 @@ OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" python scripts/run_notebooks.py --flags 
 
 # 3. Library tests (they include re-rendering the committed figures from the committed results, byte for byte).
 # Two pytest workers (pytest-xdist), one torch thread each: the tests are mostly small single-threaded models.
-OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" python -m pytest tests/ -q -n "${PYTEST_WORKERS:-2}" --durations=15
+OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" python -m pytest tests/ -q -n "${PYTEST_WORKERS:-2}" --dist worksteal --durations=15
 
 # 4. The tests left figures/ and results/ as committed, and the README shows what figures/ holds.
 [ "$committed" = "$(outputs)" ] || { echo "FAIL: tests changed figures/ or results/"; exit 1; }
