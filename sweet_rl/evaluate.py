@@ -14,9 +14,9 @@ from .core import atomic_write_text, read_jsonl, stable_id
 from .render import win_rate
 
 # %% auto #0
-__all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'FIGURE_STYLE', 'task_outcomes',
-           'bootstrap_ci', 'win_rate_ci', 'load_run', 'task_rows', 'run_rows', 'markdown_table', 'select_runs',
-           'fmt_ci', 'provenance', 'new_figure', 'save_figure']
+__all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'FIGURE_STYLE', 'outcome_kind',
+           'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'load_run', 'task_rows', 'run_rows', 'markdown_table',
+           'select_runs', 'fmt_ci', 'provenance', 'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -38,13 +38,18 @@ METHOD_NAMES = {'zero-shot': 'Zero-shot', 'single-turn': 'Single-turn', 'rft': '
                 'mtdpo': 'Multi-Turn DPO', 'sweet': 'SWEET-RL'}
 
 # %% ../nbs/14_evaluate.ipynb #98869704
-OUTCOMES = {'backend': ('tests_passed', 'success'), 'frontend': ('similarity',)}
+OUTCOMES = {'backend': ('tests_passed', 'success'), 'frontend': ('similarity',), 'choice': ('success', 'return')}
+PERCENT = ('tests_passed', 'success')  # outcomes in [0, 1] reported as percentages; the others as they are
+
+def outcome_kind(record:dict) -> str:
+    "'backend' (tests passed), 'choice' (a return: Reflect-RL's environments) or 'frontend' (similarity)."
+    return 'backend' if 'tests_passed' in record else 'choice' if 'return' in record else 'frontend'
 
 def task_outcomes(records:Sequence[dict], # episode records of one label (our rollouts, with scores)
                  ) -> pd.DataFrame:
     "One row per task (`task_id`, `n_samples`, and the mean of each outcome over the task's samples)."
     if not records: raise ValueError("no episode records")
-    kind = 'backend' if 'tests_passed' in records[0] else 'frontend'
+    kind = outcome_kind(records[0])
     rows = {}
     for i, r in enumerate(records):
         missing = [k for k in OUTCOMES[kind] if k not in r]
@@ -115,9 +120,9 @@ def run_rows(run_dir, n_boot:int=2000, seed:int=0) -> list[dict]:
         per_task = task_outcomes([r for _, r in read_jsonl(f)])
         row = {**base, 'label': label, 'n_tasks': len(per_task), 'n_episodes': int(per_task['n_samples'].sum())}
         for col in per_task.columns.drop(['task_id', 'n_samples']):
-            scale = 1.0 if col == 'similarity' else 100.0
+            scale = 100.0 if col in PERCENT else 1.0
             m, lo, hi = bootstrap_ci(per_task[col], n_boot, seed=seed)
-            name = col if col == 'similarity' else f'{col}_pct'
+            name = f'{col}_pct' if col in PERCENT else col
             row.update({name: scale * m, f'{name}_lo': scale * lo, f'{name}_hi': scale * hi})
         rows.append(row)
     return rows

@@ -13,7 +13,7 @@ import pandas as pd
 import yaml
 
 from .core import REPO_ROOT, atomic_write_text, expand_env, run_dir_for, stable_id
-from .evaluate import run_rows, task_rows
+from .evaluate import load_run, run_rows, task_rows
 
 # %% auto #0
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
@@ -183,10 +183,15 @@ def missing_paths(params:dict) -> list[str]:
 
 def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=False, progress:bool=True,
               dry_run:bool=False, # only check every run's parameters and local paths
+              part:tuple[int, int]|None=None, # (i, n): only runs i, i + n, i + 2n, ... (1-based i), for n workers side by side
              ) -> list[Path]:
     "Run every run of the study at `scale` (finished ones are skipped); return their directories, in order."
     study = study if isinstance(study, Study) else Study.load(study)
     runs = expand_study(study, scale)
+    if part is not None:
+        i, n = part
+        if not 1 <= i <= n: raise ValueError(f"part must be i/n with 1 <= i <= n, got {i}/{n}")
+        runs = runs[i - 1::n]
     declared, missing = {}, {}  # (a dict keeps each missing path once, in order)
     for nb, p in runs:
         check_params(nb, p, declared.setdefault(nb, notebook_parameters(nb)))
@@ -201,7 +206,7 @@ def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=Fals
 
 # %% ../nbs/16_pipeline.ipynb #e80273e8
 def collect_study(study:Study|str, scale:str='smoke', runs_dir=None,
-            results_dir=None, # where to write `<study>.csv` and `<study>_tasks.csv` (None: write nothing)
+            results_dir=None, # where to write `<study>.csv`, `<study>_tasks.csv` (and `<study>_curves.csv`) (None: write nothing)
             allow_mixed_versions:bool=False, # accept runs made by different commits (or uncommitted trees)
             n_boot:int=2000, seed:int=0) -> pd.DataFrame:
     "One table of the study's finished runs: a row per run and episode label, bootstrap intervals over tasks."
@@ -221,6 +226,9 @@ def collect_study(study:Study|str, scale:str='smoke', runs_dir=None,
         atomic_write_text(results_dir / f'{study.name}.csv', table.to_csv(index=False, float_format='%.6g'))
         tasks = pd.concat([task_rows(d) for d in dirs], ignore_index=True)
         atomic_write_text(results_dir / f'{study.name}_tasks.csv', tasks.to_csv(index=False, float_format='%.6g'))
+        curves = [pd.DataFrame(c).assign(run=d.name) for d in dirs if (c := load_run(d)['metrics'].get('curve'))]
+        if curves:  # runs whose metrics carry a training curve (a row per iteration): `<study>_curves.csv`
+            atomic_write_text(results_dir / f'{study.name}_curves.csv', pd.concat(curves, ignore_index=True).to_csv(index=False, float_format='%.6g'))
     return table
 
 # %% ../nbs/16_pipeline.ipynb #ed6a05b0
@@ -329,11 +337,12 @@ def reproduce(scale:str='small', studies:Sequence[str]|None=None, runs_dir=None,
         return {'scale': scale, 'runs': {k: [str(p) for p in v] for k, v in planned.items()}, 'training': plans,
                 'problems': [f"{x['study']}/{x['run']} {x['what']}: {p}" for x in plans for p in x['problems']]}
     restore_runs(runs_dir)
+    loaded = [s for s in loaded if planned[s.name]]  # a study may have no runs at a scale (Reflect-RL: no paper scale yet)
     for s in loaded:
         try: run_study(s, scale, runs_dir, force=force)
         finally: archive_runs(runs_dir)  # what finished survives an interruption
         collect_study(s, scale, runs_dir, results_dir or RESULTS_DIR, allow_mixed_versions)
-    files = render_artifacts(results_dir, figures_dir, [s for s in ARTIFACTS if s in studies], runs_dir)
+    files = render_artifacts(results_dir, figures_dir, [a for a in ARTIFACTS if a in {s.name for s in loaded}], runs_dir)
     changed = update_readme(readme, figures_dir)
     return {'scale': scale, 'runs': {k: [str(p) for p in v] for k, v in planned.items()}, 'figures': [str(p) for p in files],
             'readme_changed': changed}
@@ -348,6 +357,7 @@ def main(argv:Sequence[str]|None=None):
         p.add_argument('--runs-dir'); p.add_argument('--results-dir')
         p.add_argument('--force', action='store_true'); p.add_argument('--dry-run', action='store_true')
         p.add_argument('--allow-mixed-versions', action='store_true')
+    sub.choices['run'].add_argument('--part', help="i/n: only every n-th run from the i-th, to run n workers side by side")
     p = sub.add_parser('render'); p.add_argument('--results-dir'); p.add_argument('--figures-dir')
     p = sub.add_parser('readme'); p.add_argument('--figures-dir'); p.add_argument('--check', action='store_true')
     for name in ('archive', 'restore'): p = sub.add_parser(name); p.add_argument('--runs-dir')
@@ -356,7 +366,8 @@ def main(argv:Sequence[str]|None=None):
     p.add_argument('--allow-mixed-versions', action='store_true')
     a = ap.parse_args(argv)
     if a.cmd == 'run':
-        for d in run_study(a.study, a.scale, a.runs_dir, a.force, dry_run=a.dry_run): print(d)
+        part = tuple(int(x) for x in a.part.split('/')) if a.part else None
+        for d in run_study(a.study, a.scale, a.runs_dir, a.force, dry_run=a.dry_run, part=part): print(d)
     elif a.cmd == 'collect':
         t = collect_study(a.study, a.scale, a.runs_dir, a.results_dir or RESULTS_DIR, a.allow_mixed_versions)
         print(f"{len(t)} rows -> {Path(a.results_dir or RESULTS_DIR) / (Path(a.study).stem + '.csv')}")

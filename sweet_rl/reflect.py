@@ -25,7 +25,7 @@ __all__ = ['LABELS', 'ANALYZE', 'ACTION', 'CURRICULA', 'ReflectConfig', 'choice_
            'reflection_prompt', 'policy_prompt', 'action_labels', 'written_reflection', 'reflection_data', 'label_ids',
            'pad_id', 'left_padded', 'label_logprobs', 'reply_nll', 'sft_target', 'label_nll', 'lora_lm',
            'new_optimizer', 'sft', 'Reflector', 'returns_to_go', 'reinforce_loss', 'play', 'policy_update',
-           'success_rate', 'save_adapter', 'load_adapter', 'evaluate_policy', 'train_reflect']
+           'success_rate', 'save_adapter', 'load_adapter', 'episode_record', 'evaluate_policy', 'train_reflect']
 
 # %% ../nbs/13c_reflect.ipynb #0872a20f
 LABELS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'  # one token each in the packaged models' vocabularies (checked by `label_ids`)
@@ -332,12 +332,22 @@ def load_adapter(model, path):
     model.load_state_dict(state, strict=False)
 
 # %% ../nbs/13c_reflect.ipynb #3f9b0af8
+def episode_record(config:ReflectConfig, episode:dict, curriculum:str|None=None) -> dict:
+    "One evaluation episode as a results record: its task (environment, curriculum, seed), success, return, steps and actions."
+    task = {'env': config.env, 'curriculum': curriculum or config.curriculum, 'seed': episode['seed']}
+    if config.env == 'explore': task['mode'] = config.explore_mode
+    return {'task': task, 'success': float(episode['success']), 'return': episode['return'], 'steps': len(episode['steps']),
+            'actions': [s['action'] for s in episode['steps']]}
+
 def evaluate_policy(model, tokenizer, config:ReflectConfig, reflector:Reflector|None, n:int, batch:int=8,
-                    curriculum:str|None=None) -> dict:
+                    curriculum:str|None=None,
+                    records_file=None, # also write every episode's record (`episode_record`) here, as JSONL
+                   ) -> dict:
     "Greedy episodes on `n` test seeds: success rate, mean return and mean steps."
     seeds, eps = episode_seeds(config, 'test', n), []
     envs = [choice_env(config, 'test', curriculum) for _ in range(min(batch, n))]
     for s in range(0, n, batch): eps += play(model, tokenizer, envs[:len(seeds[s:s + batch])], seeds[s:s + batch], config, reflector, greedy=True)
+    if records_file is not None: write_jsonl(records_file, [episode_record(config, e, curriculum) for e in eps])
     return {'success': success_rate(eps), 'return': statistics.fmean(e['return'] for e in eps),
             'steps': statistics.fmean(len(e['steps']) for e in eps), 'episodes': len(eps)}
 
@@ -385,7 +395,8 @@ def train_reflect(config:ReflectConfig, out_dir, progress:bool=True) -> dict:
     data = [r for _, r in read_jsonl(data_file)]
     reflector, model, tok = _stage_models(config, out, data, progress)
     sft_file = out / 'eval_sft.json'
-    if not sft_file.is_file(): atomic_write_text(sft_file, json.dumps(evaluate_policy(model, tok, config, reflector, config.eval_episodes)) + '\n')
+    if not sft_file.is_file():  # (its episodes first: a run cut in between evaluates again)
+        atomic_write_text(sft_file, json.dumps(evaluate_policy(model, tok, config, reflector, config.eval_episodes, records_file=out / 'episodes_sft.jsonl')) + '\n')
     opt, gen = new_optimizer(model, config), torch.Generator().manual_seed(config.seed)
     start, replay, ckpt, log_file = 0, [], out / 'checkpoint.pt', out / 'train_log.jsonl'
     if ckpt.is_file():
@@ -415,7 +426,8 @@ def train_reflect(config:ReflectConfig, out_dir, progress:bool=True) -> dict:
                         'generator': gen.get_state(), 'replay': replay}, tmp)
             tmp.replace(ckpt)
     metrics = {'config': config.to_dict(), 'sft': json.loads(sft_file.read_text()),
-               'rl': evaluate_policy(model, tok, config, reflector, config.eval_episodes) if config.iterations else None,
+               'rl': evaluate_policy(model, tok, config, reflector, config.eval_episodes, records_file=out / 'episodes_rl.jsonl') if config.iterations else None,
+               'episodes': {'sft': 'episodes_sft.jsonl', **({'rl': 'episodes_rl.jsonl'} if config.iterations else {})},
                'reflections_generated': reflector.generated if reflector else 0,
                'train_log': [ {k: v for k, v in r.items() if k != 'id'} for r in log]}
     atomic_write_text(out / 'metrics.json', json.dumps(metrics, indent=1) + '\n')

@@ -2,6 +2,7 @@
 import json, os, subprocess, sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from sweet_rl.pipeline import ARTIFACTS, SCALES, Study, check_params, collect_study, expand_study, run_dir_for, run_study
@@ -15,7 +16,9 @@ PAPER_ENV = ('SWEET_RL_MODELS', 'SWEET_RL_DATA', 'SWEET_RL_FRONTEND_DATA', 'SWEE
 def test_committed_studies_check_at_every_scale(scale, paper_cluster):
     for name in ARTIFACTS:
         dirs = run_study(name, scale, dry_run=True)  # every run's parameters are declared and typed right
-        assert dirs and len(set(dirs)) == len(dirs), name
+        study = Study.load(name)
+        has_scale = any(scale in r.get('at', SCALES) for r in study.runs)  # reflect: no paper-scale runs yet
+        assert bool(dirs) == has_scale and len(set(dirs)) == len(dirs), name
 
 
 def test_paper_scale_needs_its_environment(monkeypatch):
@@ -57,3 +60,29 @@ def test_cli_dry_run_of_the_paper_preset(paper_cluster):
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     assert out['scale'] == 'paper' and set(out['runs']) == set(ARTIFACTS)
+
+
+def test_collect_choice_episodes_and_curves(tmp_path):
+    "Reflect-RL runs: episodes with a success and a return become rows (success in %, return as it is); curves a CSV."
+    study = Study.from_dict({'name': 'r', 'runs': [{'notebook': 'train_reflect', 'grid': {'reflection': [True, False]}}]})
+    for reflection, succ in ((True, [1, 1, 0, 1]), (False, [0, 0, 1, 0])):
+        full = check_params('train_reflect', {'reflection': reflection})
+        d = run_dir_for('train_reflect', full, tmp_path); d.mkdir(parents=True)
+        eps = [{'task': {'env': 'taxi', 'seed': s}, 'success': float(x), 'return': 1.0 if x else -0.5} for s, x in enumerate(succ)]
+        (d / 'rl.jsonl').write_text(''.join(json.dumps(e) + '\n' for e in eps))
+        (d / 'params.json').write_text(json.dumps(full))
+        curve = [{'iteration': i + 1, 'success': 0.25 * i, 'return': 0.0} for i in range(3)]
+        (d / 'metrics.json').write_text(json.dumps({'notebook': 'train_reflect', 'episodes': {'rl': 'rl.jsonl'}, 'curve': curve}))
+        (d / 'manifest.json').write_text(json.dumps({'git': {'commit': 'aaa', 'dirty': False}}))
+    table = collect_study(study, runs_dir=tmp_path, results_dir=tmp_path / 'results')
+    assert list(table['success_pct']) == [75.0, 25.0] and list(table['return']) == [0.625, -0.125]
+    assert list(table['n_tasks']) == [4, 4] and 'return_pct' not in table
+    curves = pd.read_csv(tmp_path / 'results' / 'r_curves.csv')
+    assert len(curves) == 6 and set(curves['run']) == set(table['run']) and list(curves['iteration'][:3]) == [1, 2, 3]
+
+
+def test_parts_split_a_study_between_workers():
+    every = run_study('reflect', 'small', dry_run=True)
+    parts = [run_study('reflect', 'small', dry_run=True, part=(i, 3)) for i in (1, 2, 3)]
+    assert sorted(d for p in parts for d in p) == sorted(every) and parts[0][0] == every[0] and parts[1][0] == every[1]
+    with pytest.raises(ValueError, match='1 <= i <= n'): run_study('reflect', 'small', dry_run=True, part=(4, 3))
