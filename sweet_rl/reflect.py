@@ -297,8 +297,8 @@ def play(model, tokenizer, envs:Sequence[ChoiceEnv], # one environment per episo
     return eps
 
 # %% ../nbs/13c_reflect.ipynb #43899915
-def policy_update(model, tokenizer, optimizer, episodes:Sequence[dict], config:ReflectConfig, batch_size:int=16) -> float:
-    "One optimizer step of REINFORCE on every step of `episodes` (gradients accumulated over mini-batches, clipped); returns the loss."
+def policy_update(model, tokenizer, optimizer, episodes:Sequence[dict], config:ReflectConfig, batch_size:int=4) -> float:
+    "One optimizer step of REINFORCE on every step of `episodes` (gradients accumulated over mini-batches of `batch_size` steps, which bounds memory, clipped); returns the loss."
     steps = [(s, g) for e in episodes for s, g in zip(e['steps'], returns_to_go([s['reward'] for s in e['steps']]))]
     model.train(); total = 0.0
     for b in range(0, len(steps), batch_size):
