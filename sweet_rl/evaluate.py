@@ -15,8 +15,8 @@ from .render import win_rate
 
 # %% auto #0
 __all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'FIGURE_STYLE', 'outcome_kind',
-           'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'load_run', 'task_rows', 'run_rows', 'markdown_table',
-           'select_runs', 'fmt_ci', 'provenance', 'new_figure', 'save_figure']
+           'outcome_value', 'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'load_run', 'task_rows', 'run_rows',
+           'markdown_table', 'select_runs', 'fmt_ci', 'provenance', 'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -38,12 +38,19 @@ METHOD_NAMES = {'zero-shot': 'Zero-shot', 'single-turn': 'Single-turn', 'rft': '
                 'mtdpo': 'Multi-Turn DPO', 'sweet': 'SWEET-RL'}
 
 # %% ../nbs/14_evaluate.ipynb #98869704
-OUTCOMES = {'backend': ('tests_passed', 'success'), 'frontend': ('similarity',), 'choice': ('success', 'return')}
-PERCENT = ('tests_passed', 'success')  # outcomes in [0, 1] reported as percentages; the others as they are
+OUTCOMES = {'backend': ('tests_passed', 'success'), 'frontend': ('similarity',), 'choice': ('success', 'return'),
+            'search': ('exact_match', 'answer_present', 'tool_execution', 'answer_in_result', 'reward')}
+PERCENT = ('tests_passed', 'success', 'exact_match', 'answer_present', 'tool_execution', 'answer_in_result')  # outcomes in [0, 1] reported as percentages; the others as they are
 
 def outcome_kind(record:dict) -> str:
-    "'backend' (tests passed), 'choice' (a return: Reflect-RL's environments) or 'frontend' (similarity)."
-    return 'backend' if 'tests_passed' in record else 'choice' if 'return' in record else 'frontend'
+    "'backend' (tests passed), 'choice' (a return: Reflect-RL's environments), 'search' (MT-GRPO's search task: raw reward scores) or 'frontend' (similarity)."
+    if 'tests_passed' in record: return 'backend'
+    if 'return' in record: return 'choice'
+    return 'search' if isinstance(record.get('rewards'), dict) else 'frontend'
+
+def outcome_value(record:dict, name:str):
+    "An outcome of an episode record: a field, or one of the raw reward scores a search episode keeps under `rewards`."
+    return record['rewards'][name] if name not in record and name in (record.get('rewards') or {}) else record[name]
 
 def task_outcomes(records:Sequence[dict], # episode records of one label (our rollouts, with scores)
                  ) -> pd.DataFrame:
@@ -52,9 +59,9 @@ def task_outcomes(records:Sequence[dict], # episode records of one label (our ro
     kind = outcome_kind(records[0])
     rows = {}
     for i, r in enumerate(records):
-        missing = [k for k in OUTCOMES[kind] if k not in r]
+        missing = [k for k in OUTCOMES[kind] if k not in r and k not in (r.get('rewards') or {})]
         if missing: raise ValueError(f"record {i}: missing outcome field(s) {missing} of a {kind} episode")
-        rows.setdefault(stable_id(r['task']), []).append([float(r[k]) for k in OUTCOMES[kind]])
+        rows.setdefault(stable_id(r['task']), []).append([float(outcome_value(r, k)) for k in OUTCOMES[kind]])
     out = [{'task_id': t, 'n_samples': len(v), **{k: statistics.fmean(x[j] for x in v) for j, k in enumerate(OUTCOMES[kind])}}
            for t, v in rows.items()]
     return pd.DataFrame(out).sort_values('task_id', ignore_index=True)
@@ -171,10 +178,10 @@ FIGURE_STYLE = {'svg.hashsalt': 'sweet_rl', 'svg.fonttype': 'path', 'pdf.fonttyp
 _NO_STAMPS = {'png': {'Software': None}, 'svg': {'Date': None, 'Creator': None},
               'pdf': {'CreationDate': None, 'ModDate': None, 'Producer': None, 'Creator': None}}
 
-def new_figure(figsize=(5.0, 3.5)):
-    "A new `(fig, ax)` drawn with the project's fixed style (use it for every published figure)."
+def new_figure(figsize=(5.0, 3.5), **subplots):
+    "A new `(fig, ax)` drawn with the project's fixed style (use it for every published figure); `subplots` go to `plt.subplots` (`nrows`, `ncols`, `sharex`, ...)."
     import matplotlib.pyplot as plt
-    with plt.rc_context(FIGURE_STYLE): return plt.subplots(figsize=figsize)
+    with plt.rc_context(FIGURE_STYLE): return plt.subplots(figsize=figsize, **subplots)
 
 def save_figure(fig, stem, # `path/name` without extension
                 data:pd.DataFrame, # what the figure plots (saved as `stem.csv`)

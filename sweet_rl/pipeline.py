@@ -108,6 +108,7 @@ class Study:
     seeds:list = field(default_factory=lambda: [None])
     scales:dict = field(default_factory=dict)
     source:str = '<dict>'
+    mixed_versions:bool = False # its runs may come from several commits, none uncommitted (a study carried over sittings); tables list them all
 
     @classmethod
     def load(cls, path_or_name, studies_dir=None) -> 'Study':
@@ -122,8 +123,9 @@ class Study:
     @classmethod
     def from_dict(cls, d, source:str='<dict>') -> 'Study':
         if not isinstance(d, dict): raise ValueError(f"{source}: a study is a mapping with 'name' and 'runs'")
-        unknown = set(d) - {'name', 'runs', 'seeds', 'scales', 'description'}
-        if unknown: raise ValueError(f"{source}: unknown field(s) {sorted(unknown)}; expected name, runs, seeds, scales, description")
+        unknown = set(d) - {'name', 'runs', 'seeds', 'scales', 'description', 'mixed_versions'}
+        if unknown: raise ValueError(f"{source}: unknown field(s) {sorted(unknown)}; expected name, runs, seeds, scales, description, mixed_versions")
+        if not isinstance(d.get('mixed_versions', False), bool): raise ValueError(f"{source}: field 'mixed_versions' must be true or false")
         if not isinstance(d.get('name'), str): raise ValueError(f"{source}: field 'name' must be a string")
         runs = d.get('runs')
         if not isinstance(runs, list) or not runs: raise ValueError(f"{source}: field 'runs' must be a non-empty list")
@@ -144,7 +146,7 @@ class Study:
         scales = d.get('scales') or {}
         bad = set(scales) - set(SCALES)
         if bad: raise ValueError(f"{source}: unknown scale(s) {sorted(bad)}; scales are {', '.join(SCALES)}")
-        return cls(d['name'], runs, seeds, scales, source)
+        return cls(d['name'], runs, seeds, scales, source, d.get('mixed_versions', False))
 
 # %% ../nbs/16_pipeline.ipynb #60759855
 def load_scales(path=None) -> dict:
@@ -207,7 +209,7 @@ def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=Fals
 # %% ../nbs/16_pipeline.ipynb #e80273e8
 def collect_study(study:Study|str, scale:str='smoke', runs_dir=None,
             results_dir=None, # where to write `<study>.csv`, `<study>_tasks.csv` (and `<study>_curves.csv`) (None: write nothing)
-            allow_mixed_versions:bool=False, # accept runs made by different commits (or uncommitted trees)
+            allow_mixed_versions:bool=False, # accept runs made by different commits (or uncommitted trees), as a study with `mixed_versions: true` does
             n_boot:int=2000, seed:int=0) -> pd.DataFrame:
     "One table of the study's finished runs: a row per run and episode label, bootstrap intervals over tasks."
     study = study if isinstance(study, Study) else Study.load(study)
@@ -217,7 +219,8 @@ def collect_study(study:Study|str, scale:str='smoke', runs_dir=None,
     rows = [r for d in dirs for r in run_rows(d, n_boot, seed)]
     table = pd.DataFrame(rows)
     versions = sorted({f"{r['commit']}{'+dirty' if r['dirty'] else ''}" for r in rows})
-    if len(versions) > 1 and not allow_mixed_versions:
+    committed = not any(r['dirty'] for r in rows)  # a study with `mixed_versions` still takes committed code only
+    if len(versions) > 1 and not allow_mixed_versions and not (study.mixed_versions and committed):
         raise ValueError(f"{study.name}: runs come from {len(versions)} code versions ({', '.join(versions)}); rerun the old "
                          "ones (force=True) or pass allow_mixed_versions=True")
     table.insert(0, 'study', study.name); table.insert(1, 'scale', scale)

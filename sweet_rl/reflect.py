@@ -21,11 +21,12 @@ from .envs.explore import ExploreConfig, ExploreEnv, explore_tasks
 from .train import trainable_state
 
 # %% auto #0
-__all__ = ['LABELS', 'ANALYZE', 'ACTION', 'CURRICULA', 'ReflectConfig', 'choice_env', 'episode_seeds', 'Memory', 'recall',
-           'reflection_prompt', 'policy_prompt', 'action_labels', 'written_reflection', 'reflection_data', 'label_ids',
-           'pad_id', 'left_padded', 'label_logprobs', 'reply_nll', 'sft_target', 'label_nll', 'lora_lm',
-           'new_optimizer', 'sft', 'Reflector', 'returns_to_go', 'reinforce_loss', 'play', 'policy_update',
-           'success_rate', 'save_adapter', 'load_adapter', 'episode_record', 'evaluate_policy', 'train_reflect']
+__all__ = ['LABELS', 'ANALYZE', 'ACTION', 'CURRICULA', 'EXPLORE_MAX_ENTRIES', 'ReflectConfig', 'choice_env', 'episode_seeds',
+           'Memory', 'recall', 'reflection_prompt', 'policy_prompt', 'action_labels', 'written_reflection',
+           'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll', 'sft_target',
+           'label_nll', 'lora_lm', 'new_optimizer', 'sft', 'Reflector', 'returns_to_go', 'reinforce_loss', 'ppo_loss',
+           'play', 'policy_update', 'success_rate', 'save_adapter', 'load_adapter', 'episode_record', 'evaluate_policy',
+           'train_reflect']
 
 # %% ../nbs/13c_reflect.ipynb #0872a20f
 LABELS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'  # one token each in the packaged models' vocabularies (checked by `label_ids`)
@@ -61,6 +62,9 @@ class ReflectConfig(Config):
     replay_size:int=50 # successful episodes kept for replay (the authors: 50)
     replay_episodes:int=1 # episodes drawn from the replay buffer into each iteration's batch
     temperature:float=1.0 # policy sampling temperature during RL (Table 3: 1)
+    algorithm:str='reinforce' # online RL: 'reinforce' (the authors' default) or 'ppo' (their option: clipped ratio)
+    ppo_epochs:int=4 # ppo: optimizer steps on each iteration's episodes
+    clip_eps:float=0.2 # ppo: the probability ratio is clipped to [1 - clip_eps, 1 + clip_eps]
     eval_episodes:int=20 # test episodes before and after training (greedy)
     save_every:int=5 # online RL: checkpoint every this many iterations (a run resumes from its last checkpoint)
     dtype:str='auto' # model weights: 'auto', 'float32' or 'bfloat16'
@@ -72,6 +76,8 @@ class ReflectConfig(Config):
         for name in (self.curriculum,) + ((self.warmup_curriculum,) if self.warmup_curriculum else ()):
             if name not in ok: raise ValueError(f"{self.env} curriculum must be one of {ok}, got {name!r}")
         if not 0 <= self.p_random <= 1: raise ValueError(f"p_random must be in [0, 1], got {self.p_random}")
+        if self.algorithm not in ('reinforce', 'ppo'): raise ValueError(f"algorithm must be 'reinforce' or 'ppo', got {self.algorithm!r}")
+        if self.ppo_epochs < 1 or not 0 < self.clip_eps < 1: raise ValueError(f"ppo needs ppo_epochs >= 1 and 0 < clip_eps < 1, got {self.ppo_epochs}, {self.clip_eps}")
 
 CURRICULA = {'taxi': ('pickup', 'dropoff', 'full'), 'explore': ('depth1', 'depth2', 'any')}
 
@@ -82,7 +88,10 @@ def choice_env(config:ReflectConfig, split:str='train', curriculum:str|None=None
     if config.env == 'taxi': return DangerousTaxiEnv(TaxiConfig(curriculum=cur))
     depth = {'depth1': 1, 'depth2': 2, 'any': None}[cur]
     tasks = explore_tasks(split, mode=config.explore_mode, max_depth=depth)
-    return ExploreEnv(tasks, ExploreConfig(split=split, mode=config.explore_mode, max_depth=depth, seed=config.seed))
+    return ExploreEnv(tasks, ExploreConfig(split=split, mode=config.explore_mode, max_depth=depth, seed=config.seed,
+                                           max_entries=EXPLORE_MAX_ENTRIES))
+
+EXPLORE_MAX_ENTRIES = (len(LABELS) - 3) // 4  # ls, cd .., exit and up to 4 commands per entry: every state's actions get a one-token label
 
 def episode_seeds(config:ReflectConfig, split:str, n:int, offset:int=0) -> list[int]:
     "`n` episode seeds of `split`: taxi seeds whose start states the split owns; explore: seeds drawing tasks of the split's env."
@@ -261,6 +270,14 @@ def reinforce_loss(logprobs:torch.Tensor, # [N] log π(a_h | s_h) of every step 
     "REINFORCE: −mean over steps of G_h · log π(a_h | s_h)."
     return -(returns.to(logprobs) * logprobs).mean()
 
+def ppo_loss(logprobs:torch.Tensor, # [N] log π_θ(a_h | s_h) under the weights being trained
+             old_logprobs:torch.Tensor, # [N] the same under the weights that sampled the steps (no gradient)
+             advantages:torch.Tensor, # [N] return-to-go of each step, as REINFORCE uses it
+             clip_eps:float=0.2) -> torch.Tensor:
+    "PPO's clipped surrogate: −mean over steps of min(ρ·A, clip(ρ, 1 ± ε)·A), with ρ = π_θ / π_old."
+    ratio, adv = (logprobs - old_logprobs.to(logprobs)).exp(), advantages.to(logprobs)
+    return -torch.minimum(ratio * adv, ratio.clamp(1 - clip_eps, 1 + clip_eps) * adv).mean()
+
 # %% ../nbs/13c_reflect.ipynb #052db165
 def play(model, tokenizer, envs:Sequence[ChoiceEnv], # one environment per episode, played together
          seeds:Sequence[int], # reset seed of each episode
@@ -289,7 +306,7 @@ def play(model, tokenizer, envs:Sequence[ChoiceEnv], # one environment per episo
             action = a[l.index(LABELS[k])]
             out = envs[i].step(action)
             eps[i]['steps'].append({'prompt': p, 'n_actions': len(a), 'label': k, 'action': action, 'reward': out.reward,
-                                    'reflection': r})
+                                    'reflection': r, 'logprob': float(lp[k])})
             eps[i]['return'] += out.reward; memory[i].append(Memory(action, out.reward)); states[i] = out.observation
             if out.done: eps[i]['success'], eps[i]['done'] = bool(out.info.get('success')), True
         live = [i for i in live if not eps[i].get('done')]
@@ -298,18 +315,25 @@ def play(model, tokenizer, envs:Sequence[ChoiceEnv], # one environment per episo
 
 # %% ../nbs/13c_reflect.ipynb #43899915
 def policy_update(model, tokenizer, optimizer, episodes:Sequence[dict], config:ReflectConfig, batch_size:int=4) -> float:
-    "One optimizer step of REINFORCE on every step of `episodes` (gradients accumulated over mini-batches of `batch_size` steps, which bounds memory, clipped); returns the loss."
+    "One iteration's update on every step of `episodes`: REINFORCE (one optimizer step) or PPO (`config.ppo_epochs` steps); returns the mean loss."
     steps = [(s, g) for e in episodes for s, g in zip(e['steps'], returns_to_go([s['reward'] for s in e['steps']]))]
-    model.train(); total = 0.0
-    for b in range(0, len(steps), batch_size):
-        part = steps[b:b + batch_size]
-        lps = label_logprobs(model, tokenizer, [s['prompt'] for s, _ in part], [s['n_actions'] for s, _ in part], batch_size)
-        chosen = torch.stack([lp[s['label']] for lp, (s, _) in zip(lps, part)])
-        loss = reinforce_loss(chosen, torch.tensor([g for _, g in part])) * len(part) / len(steps)
-        loss.backward(); total += loss.item()
-    torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
-    optimizer.step(); optimizer.zero_grad(); model.eval()
-    return total
+    ppo = config.algorithm == 'ppo'
+    if ppo and any('logprob' not in s for s, _ in steps):
+        raise ValueError("algorithm 'ppo' needs the log-probability each step was sampled with (episodes played by `play`)")
+    model.train(); losses = []
+    for _ in range(config.ppo_epochs if ppo else 1):
+        total = 0.0
+        for b in range(0, len(steps), batch_size):  # gradients accumulated over mini-batches: memory stays bounded
+            part = steps[b:b + batch_size]
+            lps = label_logprobs(model, tokenizer, [s['prompt'] for s, _ in part], [s['n_actions'] for s, _ in part], batch_size)
+            chosen, g = torch.stack([lp[s['label']] for lp, (s, _) in zip(lps, part)]), torch.tensor([g for _, g in part])
+            loss = ppo_loss(chosen, torch.tensor([s['logprob'] for s, _ in part]), g, config.clip_eps) if ppo else reinforce_loss(chosen, g)
+            loss = loss * len(part) / len(steps)
+            loss.backward(); total += loss.item()
+        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
+        optimizer.step(); optimizer.zero_grad(); losses.append(total)
+    model.eval()
+    return statistics.fmean(losses)
 
 def success_rate(episodes:Sequence[dict]) -> float:
     "Share of episodes that reached the goal."

@@ -81,6 +81,42 @@ def test_collect_choice_episodes_and_curves(tmp_path):
     assert len(curves) == 6 and set(curves['run']) == set(table['run']) and list(curves['iteration'][:3]) == [1, 2, 3]
 
 
+def test_collect_search_episodes(tmp_path):
+    "MT-GRPO runs on the search task: episodes keep raw reward scores under `rewards`; rates in %, the weighted reward as it is."
+    study = Study.from_dict({'name': 'm', 'runs': [{'notebook': 'train_mtgrpo', 'grid': {'mode': ['or', 'mt']}}]})
+    for mode, tools in (('or', [0, 0, 1, 0]), ('mt', [1, 1, 1, 0])):
+        full = check_params('train_mtgrpo', {'mode': mode})
+        d = run_dir_for('train_mtgrpo', full, tmp_path); d.mkdir(parents=True)
+        eps = [{'task': {'problem_description': f'q{i}'}, 'reward': 0.2 * t, 'success': False,
+                'rewards': {'exact_match': 0.0, 'answer_present': 0.0, 'tool_execution': float(t), 'answer_in_result': 0.0,
+                            'xml_format': 0.0, 'xml_tags': 0.0}} for i, t in enumerate(tools)]
+        (d / 'eval_trained.jsonl').write_text(''.join(json.dumps(e) + '\n' for e in eps))
+        (d / 'params.json').write_text(json.dumps(full))
+        (d / 'metrics.json').write_text(json.dumps({'notebook': 'train_mtgrpo', 'episodes': {'trained': 'eval_trained.jsonl'},
+                                                    'curve': [{'step': 1, 'reward_tool_execution': 0.5}]}))
+        (d / 'manifest.json').write_text(json.dumps({'git': {'commit': 'aaa', 'dirty': False}}))
+    table = collect_study(study, runs_dir=tmp_path, results_dir=tmp_path / 'results').sort_values('param.mode')
+    assert list(table['tool_execution_pct']) == [75.0, 25.0] and list(table['exact_match_pct']) == [0.0, 0.0]
+    assert [round(x, 3) for x in table['reward']] == [0.15, 0.05] and 'reward_pct' not in table
+
+
+@pytest.mark.parametrize('mixed, dirty, ok', [(False, False, False), (True, False, True), (True, True, False)])
+def test_studies_carried_over_sittings_may_mix_commits(tmp_path, mixed, dirty, ok):
+    study = Study.from_dict({'name': 'v', 'mixed_versions': mixed, 'runs': [{'notebook': 'train_reflect', 'grid': {'reflection': [True, False]}}]})
+    for reflection, commit in ((True, 'aaa'), (False, 'bbb')):
+        full = check_params('train_reflect', {'reflection': reflection})
+        d = run_dir_for('train_reflect', full, tmp_path); d.mkdir(parents=True)
+        (d / 'rl.jsonl').write_text(json.dumps({'task': {'seed': 0}, 'success': 1.0, 'return': 1.0}) + '\n')
+        (d / 'params.json').write_text(json.dumps(full))
+        (d / 'metrics.json').write_text(json.dumps({'notebook': 'train_reflect', 'episodes': {'rl': 'rl.jsonl'}}))
+        (d / 'manifest.json').write_text(json.dumps({'git': {'commit': commit, 'dirty': dirty and commit == 'bbb'}}))
+    if ok: assert sorted(collect_study(study, runs_dir=tmp_path)['commit']) == ['aaa', 'bbb']
+    else:
+        with pytest.raises(ValueError, match='2 code versions'): collect_study(study, runs_dir=tmp_path)
+    with pytest.raises(ValueError, match="'mixed_versions' must be true or false"):
+        Study.from_dict({'name': 'v', 'mixed_versions': 'yes', 'runs': [{'notebook': 'train_reflect'}]})
+
+
 def test_parts_split_a_study_between_workers():
     every = run_study('reflect', 'small', dry_run=True)
     parts = [run_study('reflect', 'small', dry_run=True, part=(i, 3)) for i in (1, 2, 3)]

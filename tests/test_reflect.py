@@ -1,6 +1,7 @@
 """Reflect-RL (sweet_rl.reflect): the action scoring covers exactly the valid labels, reflections never see the oracle at
-test time, negative examples change only the reflections written after a mistake, REINFORCE learns on the pickup
-curriculum, and an interrupted run resumes to the same weights."""
+test time, negative examples change only the reflections written after a mistake, online RL (REINFORCE and PPO) learns
+on the pickup curriculum, PPO refuses episodes without their sampling log-probabilities, and an interrupted run resumes
+to the same weights."""
 import json, random
 
 import pytest
@@ -64,9 +65,10 @@ def at_passenger_seeds(n):
     return out
 
 
-def test_reinforce_raises_success_on_the_pickup_curriculum():
+@pytest.mark.parametrize('algorithm', ['reinforce', 'ppo'])
+def test_online_rl_raises_success_on_the_pickup_curriculum(algorithm):
     model, tok = lora_lm('smollm2-135m', ReflectConfig(seed=0))
-    c = ReflectConfig(reflection=False, memory=0, seed=0)
+    c = ReflectConfig(reflection=False, memory=0, seed=0, algorithm=algorithm, ppo_epochs=2)
     seeds = at_passenger_seeds(16)
     envs = [DangerousTaxiEnv(TaxiConfig(curriculum='pickup')) for _ in range(8)]
     evaluate = lambda: success_rate(play(model, tok, envs, seeds[:8], c, greedy=True) + play(model, tok, envs, seeds[8:], c, greedy=True))
@@ -76,6 +78,16 @@ def test_reinforce_raises_success_on_the_pickup_curriculum():
         policy_update(model, tok, opt, play(model, tok, envs[:4], batch, c, generator=gen), c)
     after = evaluate()
     assert after >= before + 0.25, (before, after)
+
+
+def test_ppo_needs_the_sampling_logprobs(policy):
+    model, tok = policy
+    c = ReflectConfig(reflection=False, algorithm='ppo')
+    eps = play(model, tok, [DangerousTaxiEnv(TaxiConfig(curriculum='pickup'))], episode_seeds(c, 'train', 1), c, greedy=True)
+    for s in eps[0]['steps']: del s['logprob']
+    with pytest.raises(ValueError, match='log-probability each step was sampled with'):
+        policy_update(model, tok, new_optimizer(model, c), eps, c)
+    with pytest.raises(ValueError, match="algorithm must be 'reinforce' or 'ppo'"): ReflectConfig(algorithm='a2c')
 
 
 def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch):
@@ -98,3 +110,19 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch):
     a = torch.load(tmp_path / 'full' / 'checkpoint.pt', weights_only=False)['adapter']
     b = torch.load(tmp_path / 'cut' / 'checkpoint.pt', weights_only=False)['adapter']
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_every_explore_state_fits_the_labels():
+    "AutoExplore directories can hold dozens of files; the run's copies keep at most `EXPLORE_MAX_ENTRIES` per directory."
+    from sweet_rl.reflect import EXPLORE_MAX_ENTRIES, choice_env
+    c = ReflectConfig(env='explore', curriculum='any', explore_mode='find')
+    rng, widest = random.Random(0), 0
+    for split in ('train', 'test'):
+        env = choice_env(c, split)
+        for seed in episode_seeds(c, split, 12):
+            env.reset(seed)
+            for _ in range(6):  # a random walk through the copy
+                acts = env.valid_actions(); widest = max(widest, len(acts))
+                moves = [a for a in acts if a.startswith(('cd ', 'ls'))]
+                if env.step(rng.choice(moves)).done: break
+    assert 3 + 4 * EXPLORE_MAX_ENTRIES <= len(LABELS) and widest <= len(LABELS), widest

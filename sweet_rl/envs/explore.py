@@ -21,8 +21,8 @@ from .base import ChoiceEnv, ChoiceStep
 # %% auto #0
 __all__ = ['EXPLORE_REPOSITORIES', 'EXPLORE_MODES', 'EXPLORE_INSTRUCTION', 'repository_source', 'repository_files', 'path_depth',
            'repository_digest', 'ExploreTask', 'top_level_definitions', 'first_sentence', 'repository_questions',
-           'find_questions', 'explore_repositories', 'explore_tasks', 'keep_files', 'copy_repository', 'remove_copy',
-           'resolve_path', 'ExploreConfig', 'ExploreEnv']
+           'find_questions', 'explore_repositories', 'explore_tasks', 'keep_files', 'cap_entries', 'copy_repository',
+           'remove_copy', 'resolve_path', 'ExploreConfig', 'ExploreEnv']
 
 # %% ../../nbs/07d_explore.ipynb #e4dc69b8
 EXPLORE_REPOSITORIES = ('bm25s', 'execnb', 'fastcore', 'gymnasium', 'nbdev', 'papermill', 'tqdm')  # pinned in settings.ini
@@ -158,10 +158,29 @@ def explore_tasks(split:str='train', # 'train', 'test' or 'all'
     return [t for t in tasks if max_depth is None or t.depth <= max_depth]
 
 # %% ../../nbs/07d_explore.ipynb #82d34476
-def keep_files(files:Sequence[str], answer:str, hide_prob:float, rng:random.Random) -> list[str]:
+def keep_files(files:Sequence[str], answer:str, hide_prob:float, rng:random.Random,
+               max_entries:int|None=None, # at most this many entries in every directory (`cap_entries`); None: no cap
+              ) -> list[str]:
     "The files of an episode: the answer file, and every other file unless hidden (each with probability `hide_prob`)."
     if answer not in files: raise ValueError(f"the answer file {answer!r} is not a file of the repository")
-    return [p for p in files if rng.random() >= hide_prob or p == answer]
+    kept = [p for p in files if rng.random() >= hide_prob or p == answer]
+    return kept if max_entries is None else cap_entries(kept, answer, max_entries, rng)
+
+def cap_entries(files:Sequence[str], answer:str, max_entries:int, rng:random.Random) -> list[str]:
+    "`files` with at most `max_entries` entries (files and subdirectories) in every directory: the others are left out at random, never the way to `answer`."
+    if max_entries < 1: raise ValueError(f"max_entries must be at least 1, got {max_entries}")
+    way = {PurePosixPath(answer), *PurePosixPath(answer).parents}
+    out, todo = [PurePosixPath(p) for p in files], [PurePosixPath('/')]
+    entry = lambda p, d: PurePosixPath(*p.parts[:len(d.parts) + 1])  # the entry of directory d that holds path p
+    while todo:
+        d = todo.pop(0)
+        kids = sorted({entry(p, d) for p in out if d in p.parents})
+        if len(kids) > max_entries:
+            must = [k for k in kids if k in way]
+            kids = sorted(must + rng.sample([k for k in kids if k not in way], max_entries - len(must)))
+            out = [p for p in out if d not in p.parents or entry(p, d) in kids]
+        todo += [k for k in kids if k not in out]  # the subdirectories
+    return [str(p) for p in out]
 
 def copy_repository(name:str, dest:Path, files:Sequence[str]) -> Path:
     "Copy the listed files of repository `name` under `dest` (`/name/x.py` -> `dest/name/x.py`), read-only; return `dest`."
@@ -211,6 +230,7 @@ class ExploreConfig(Config):
     mode:str='questions' # 'questions' (what a file defines or says) or 'find' (the easy mode)
     max_depth:int|None=None # depth curriculum: answer files at most this many directories below the root; None: any
     hide_prob:float=0.0 # chance that each file other than the answer is left out of an episode's copy
+    max_entries:int|None=None # at most this many entries (files, subdirectories) per directory of a copy, others left out at random, never the way to the answer (None: all)
     horizon:int=15 # the most commands in an episode (paper: 15)
     step_cost:float=1.0 # cost of every command (paper: 1)
     error_cost:float=2.0 # extra cost of a command whose output is an error (paper: 2)
@@ -229,6 +249,7 @@ class ExploreConfig(Config):
         if self.split not in ('train', 'test', 'all'): raise ValueError(f"split must be 'train', 'test' or 'all', got {self.split!r}")
         if self.mode not in EXPLORE_MODES: raise ValueError(f"mode must be one of {EXPLORE_MODES}, got {self.mode!r}")
         if not 0 <= self.hide_prob < 1: raise ValueError(f"hide_prob must be in [0, 1), got {self.hide_prob!r}")
+        if self.max_entries is not None and self.max_entries < 1: raise ValueError(f"max_entries must be at least 1 or None, got {self.max_entries!r}")
         for f in ('horizon', 'output_chars', 'output_lines'):
             if getattr(self, f) < 1: raise ValueError(f"{f} must be at least 1, got {getattr(self, f)!r}")
 
@@ -254,7 +275,7 @@ class ExploreEnv(ChoiceEnv):
         "Start an episode in a fresh copy of the task's repository; return the first state's text."
         c, rng = self.config, random.Random(self._rng.randrange(2**32) if seed is None else seed)
         self.task = rng.choice(self.tasks) if task is None else task if isinstance(task, ExploreTask) else ExploreTask.from_dict(task)
-        files = keep_files(repository_files(self.task.repository, c.max_file_bytes), self.task.answer, c.hide_prob, rng)
+        files = keep_files(repository_files(self.task.repository, c.max_file_bytes), self.task.answer, c.hide_prob, rng, c.max_entries)
         if self.root is not None: remove_copy(self.root)
         self.episodes += 1
         self.root = copy_repository(self.task.repository, self.work / f'episode{self.episodes}', files)
