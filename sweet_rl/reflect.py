@@ -242,8 +242,11 @@ def sft(model, loss_fn:Callable, # (list of examples) -> loss tensor
 # %% ../nbs/13c_reflect.ipynb #d6847390
 class Reflector:
     "The frozen reflection model: a greedy reflection per prompt, computed once and cached (the cache can be turned off to measure it)."
-    def __init__(self, model, tokenizer, max_new_tokens:int=40, cache:bool=True, batch_size:int=8):
-        self.backend = TransformersBackend(model, tokenizer, batch_size=batch_size)
+    def __init__(self, model, tokenizer, max_new_tokens:int=40, cache:bool=True, batch_size:int=8,
+                 cache_tokens:int=8192): # the backend's prefix store (keys/values of prompts seen before), in tokens
+        # a small store: reflections themselves are cached per prompt, and the library default (131k tokens) can hold
+        # 6 GB of SmolLM2 float32 keys/values (46 KB a token) on AutoExplore's long prompts (a run was OOM-killed at 15 GB)
+        self.backend = TransformersBackend(model, tokenizer, batch_size=batch_size, cache_tokens=cache_tokens)
         self.params, self.cache, self.memo, self.generated = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0), cache, {}, 0
 
     def __call__(self, prompts:Sequence[str]) -> list[str]:
