@@ -15,8 +15,8 @@ from .render import win_rate
 
 # %% auto #0
 __all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'FIGURE_STYLE', 'outcome_kind',
-           'outcome_value', 'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'load_run', 'task_rows', 'run_rows',
-           'markdown_table', 'select_runs', 'fmt_ci', 'provenance', 'new_figure', 'save_figure']
+           'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'load_run', 'task_rows', 'run_rows', 'markdown_table',
+           'select_runs', 'fmt_ci', 'provenance', 'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -48,10 +48,6 @@ def outcome_kind(record:dict) -> str:
     if 'return' in record: return 'choice'
     return 'search' if isinstance(record.get('rewards'), dict) else 'frontend'
 
-def outcome_value(record:dict, name:str):
-    "An outcome of an episode record: a field, or one of the raw reward scores a search episode keeps under `rewards`."
-    return record['rewards'][name] if name not in record and name in (record.get('rewards') or {}) else record[name]
-
 def task_outcomes(records:Sequence[dict], # episode records of one label (our rollouts, with scores)
                  ) -> pd.DataFrame:
     "One row per task (`task_id`, `n_samples`, and the mean of each outcome over the task's samples)."
@@ -59,9 +55,10 @@ def task_outcomes(records:Sequence[dict], # episode records of one label (our ro
     kind = outcome_kind(records[0])
     rows = {}
     for i, r in enumerate(records):
-        missing = [k for k in OUTCOMES[kind] if k not in r and k not in (r.get('rewards') or {})]
+        r = {**(r.get('rewards') or {}), **r}  # a search episode keeps its raw reward scores under `rewards`
+        missing = [k for k in OUTCOMES[kind] if k not in r]
         if missing: raise ValueError(f"record {i}: missing outcome field(s) {missing} of a {kind} episode")
-        rows.setdefault(stable_id(r['task']), []).append([float(outcome_value(r, k)) for k in OUTCOMES[kind]])
+        rows.setdefault(stable_id(r['task']), []).append([float(r[k]) for k in OUTCOMES[kind]])
     out = [{'task_id': t, 'n_samples': len(v), **{k: statistics.fmean(x[j] for x in v) for j, k in enumerate(OUTCOMES[kind])}}
            for t, v in rows.items()]
     return pd.DataFrame(out).sort_values('task_id', ignore_index=True)
