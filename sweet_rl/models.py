@@ -18,16 +18,16 @@ from tqdm.auto import tqdm
 from .core import Config, atomic_write_text, cache_dir
 
 # %% auto #0
-__all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_TOKENS', 'RETRY_STATUS', 'BACKENDS',
-           'ModelPreset', 'ModelAssetError', 'assemble_gguf', 'preset_dir', 'fetch_model', 'cpu_supports_bf16',
-           'resolve_dtype', 'resolve_model_path', 'load_tokenizer', 'load_model', 'add_lora', 'check_conversations',
+__all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_BYTES', 'RETRY_STATUS', 'BACKENDS', 'ModelPreset',
+           'ModelAssetError', 'assemble_gguf', 'preset_dir', 'fetch_model', 'cpu_supports_bf16', 'resolve_dtype',
+           'resolve_model_path', 'load_tokenizer', 'load_model', 'add_lora', 'check_conversations',
            'generation_prompt_ids', 'end_of_turn_ids', 'SamplingParams', 'Completion', 'truncate_at_stop',
-           'GenerationBackend', 'CachedPrefix', 'common_prefix_len', 'PrefixCache', 'next_tokens', 'prefix_cacheable',
-           'weights_version', 'TransformersBackend', 'rows_to_cache', 'cache_row', 'drop_first_positions',
-           'GenerationError', 'OpenAIBackend', 'VLLMBackend', 'BackendConfig', 'parse_backend_spec', 'make_backend',
-           'assistant_char_spans', 'EncodedConversations', 'turn_index_from_offsets', 'encode_conversations',
-           'causal_lm', 'gather_logprobs', 'token_logprobs', 'ScoredConversation', 'score_conversations', 'TurnStats',
-           'per_turn', 'main']
+           'GenerationBackend', 'kv_nbytes', 'kv_bytes_per_token', 'CachedPrefix', 'common_prefix_len', 'PrefixCache',
+           'next_tokens', 'prefix_cacheable', 'weights_version', 'TransformersBackend', 'rows_to_cache', 'cache_row',
+           'drop_first_positions', 'GenerationError', 'OpenAIBackend', 'VLLMBackend', 'BackendConfig',
+           'parse_backend_spec', 'make_backend', 'assistant_char_spans', 'EncodedConversations',
+           'turn_index_from_offsets', 'encode_conversations', 'causal_lm', 'gather_logprobs', 'token_logprobs',
+           'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn', 'main']
 
 # %% ../nbs/02_models.ipynb #4661c1c3
 @dataclass(frozen=True)
@@ -312,7 +312,18 @@ class GenerationBackend:
         return self.generate([messages], params)[0]
 
 # %% ../nbs/02_models.ipynb #dc8139c9
-DEFAULT_CACHE_TOKENS = 131_072 # prefix store budget: 1.5 GiB of keys/values for Qwen2.5-0.5B in bf16 (12 KiB per token)
+DEFAULT_CACHE_BYTES = 2**30 # prefix store budget, 1 GiB: 87k tokens of Qwen2.5-0.5B in bf16, 23k of SmolLM2-135M in float32
+
+def kv_nbytes(kv:list) -> int:
+    "Bytes held by per-layer `(keys, values)` tensors."
+    return sum(t.nbytes for layer in kv for t in layer)
+
+def kv_bytes_per_token(model) -> int:
+    "Bytes of keys and values that one token takes in `model`'s cache (every layer caching every position)."
+    c = model.config.get_text_config()
+    heads = getattr(c, 'num_key_value_heads', None) or c.num_attention_heads
+    head_dim = getattr(c, 'head_dim', None) or c.hidden_size // c.num_attention_heads
+    return 2 * c.num_hidden_layers * heads * head_dim * model.dtype.itemsize
 
 @dataclass(eq=False)
 class CachedPrefix:
@@ -320,6 +331,7 @@ class CachedPrefix:
     ids:torch.Tensor # [T] token ids processed (CPU)
     kv:list # per layer `(keys, values)`, each [1, kv_heads, T, head_dim]
     last_used:int=0 # the store's clock when the entry was last matched or stored
+    def __post_init__(self): self.nbytes = kv_nbytes(self.kv)
 
 def common_prefix_len(a:torch.Tensor, b:torch.Tensor) -> int:
     "Number of leading tokens that `a` and `b` share."
@@ -329,11 +341,13 @@ def common_prefix_len(a:torch.Tensor, b:torch.Tensor) -> int:
 
 class PrefixCache:
     "Keys/values of sequences seen before, looked up by longest common token prefix; least recently used go first."
-    def __init__(self, max_tokens:int=DEFAULT_CACHE_TOKENS): # most tokens held over all entries
-        self.max_tokens, self.entries, self.clock = max_tokens, [], 0
+    def __init__(self, max_bytes:int=DEFAULT_CACHE_BYTES): # most bytes of keys/values held over all entries
+        self.max_bytes, self.entries, self.clock = max_bytes, [], 0
 
     @property
     def tokens(self) -> int: return sum(len(e.ids) for e in self.entries)
+    @property
+    def nbytes(self) -> int: return sum(e.nbytes for e in self.entries)
     def __len__(self) -> int: return len(self.entries)
     def clear(self): self.entries = []
 
@@ -352,13 +366,13 @@ class PrefixCache:
     def add(self, ids:Sequence[int], kv:list):
         "Store `kv`, the keys/values of `ids`, dropping the entries it extends; evict least recently used ones over budget."
         query = torch.tensor(ids, dtype=torch.long)
-        if not 0 < len(query) <= self.max_tokens: return
+        if not len(query) or kv_nbytes(kv) > self.max_bytes: return
         for e in self.entries:
             if common_prefix_len(e.ids, query) == len(query): return self._touch(e)  # an entry already holds all of it
         self.entries = [e for e in self.entries if common_prefix_len(e.ids, query) < len(e.ids)]
         self.entries.append(CachedPrefix(query, kv))
         self._touch(self.entries[-1])
-        while self.tokens > self.max_tokens: self.entries.remove(min(self.entries, key=lambda e: e.last_used))
+        while self.nbytes > self.max_bytes: self.entries.remove(min(self.entries, key=lambda e: e.last_used))
 
 # %% ../nbs/02_models.ipynb #3dcee3a2
 def next_tokens(logits:torch.Tensor, # [B, V] next-token logits
@@ -395,7 +409,7 @@ class TransformersBackend(GenerationBackend):
                  device:str|None=None, # default: cuda when available
                  progress:bool=False, # show a progress bar over batches
                  prefix_cache:bool=True, # reuse keys/values of earlier prompts and replies (False: `model.generate`)
-                 cache_tokens:int=DEFAULT_CACHE_TOKENS, # token budget of the prefix store (`PrefixCache`)
+                 cache_bytes:int=DEFAULT_CACHE_BYTES, # memory budget of the prefix store (`PrefixCache`)
                 ):
         if isinstance(model, (str, Path)): model, tokenizer = load_model(str(model), dtype=dtype, device=device)
         elif tokenizer is None: raise ValueError("pass the tokenizer along with a loaded model")
@@ -404,7 +418,7 @@ class TransformersBackend(GenerationBackend):
         self.eot_ids = end_of_turn_ids(tokenizer, model)
         if prefix_cache and not prefix_cacheable(model):
             warnings.warn(f"{type(model).__name__} has sliding-window or linear-attention layers: prefix caching is off")
-        self.prefix_store = PrefixCache(cache_tokens) if prefix_cache and prefix_cacheable(model) else None
+        self.prefix_store = PrefixCache(cache_bytes) if prefix_cache and prefix_cacheable(model) else None
         self.cache_stats = dict.fromkeys(('prompt_tokens', 'reused_tokens', 'shared_tokens', 'prefilled_tokens'), 0)
         self._weights = weights_version(model)
 
@@ -696,7 +710,7 @@ class BackendConfig(Config):
     dtype:str='auto' # transformers/vllm: weight dtype
     batch_size:int=8 # transformers: conversations per forward batch
     prefix_cache:bool=True # transformers: reuse the keys/values of prompt prefixes seen before (False: `model.generate` on whole prompts)
-    cache_tokens:int=DEFAULT_CACHE_TOKENS # transformers: token budget of the prefix store
+    cache_bytes:int=DEFAULT_CACHE_BYTES # transformers: memory budget of the prefix store
     concurrency:int=8 # openai: requests in flight at once
     timeout:float=120.0 # openai: seconds per request attempt
     max_retries:int=8 # openai: retries of a failed request
@@ -720,7 +734,7 @@ def make_backend(spec='smollm2-135m', # spec string, `BackendConfig`, dict of it
     if isinstance(spec, GenerationBackend): return spec
     cfg = parse_backend_spec(spec) if isinstance(spec, str) else spec if isinstance(spec, BackendConfig) else BackendConfig.from_dict(spec, 'backend spec')
     if cfg.kind == 'transformers': return TransformersBackend(cfg.model, dtype=cfg.dtype, batch_size=cfg.batch_size,
-                                                                prefix_cache=cfg.prefix_cache, cache_tokens=cfg.cache_tokens)
+                                                                prefix_cache=cfg.prefix_cache, cache_bytes=cfg.cache_bytes)
     if cfg.kind == 'openai':
         if not cfg.base_url: raise ValueError("an openai backend needs base_url")
         return OpenAIBackend(cfg.base_url, cfg.model, timeout=cfg.timeout, max_retries=cfg.max_retries, backoff=cfg.backoff,

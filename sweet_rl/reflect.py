@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .core import Config, JsonlStore, atomic_write_text, read_jsonl, seed_everything, stable_id, write_jsonl, write_manifest
-from .models import SamplingParams, TransformersBackend, add_lora, end_of_turn_ids, generation_prompt_ids, load_model
+from .models import DEFAULT_CACHE_BYTES, SamplingParams, TransformersBackend, add_lora, end_of_turn_ids, generation_prompt_ids, load_model
 from .envs.base import ChoiceEnv
 from .envs.taxi import DangerousTaxiEnv, MixedStep, TaxiConfig, mixed_oracle_rollout, taxi_seeds
 from .envs.explore import ExploreConfig, ExploreEnv, explore_tasks
@@ -243,10 +243,8 @@ def sft(model, loss_fn:Callable, # (list of examples) -> loss tensor
 class Reflector:
     "The frozen reflection model: a greedy reflection per prompt, computed once and cached (the cache can be turned off to measure it)."
     def __init__(self, model, tokenizer, max_new_tokens:int=40, cache:bool=True, batch_size:int=8,
-                 cache_tokens:int=8192): # the backend's prefix store (keys/values of prompts seen before), in tokens
-        # a small store: reflections themselves are cached per prompt, and the library default (131k tokens) can hold
-        # 6 GB of SmolLM2 float32 keys/values (46 KB a token) on AutoExplore's long prompts (a run was OOM-killed at 15 GB)
-        self.backend = TransformersBackend(model, tokenizer, batch_size=batch_size, cache_tokens=cache_tokens)
+                 cache_bytes:int=DEFAULT_CACHE_BYTES): # memory budget of the backend's store of prompt keys/values
+        self.backend = TransformersBackend(model, tokenizer, batch_size=batch_size, cache_bytes=cache_bytes)
         self.params, self.cache, self.memo, self.generated = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0), cache, {}, 0
 
     def __call__(self, prompts:Sequence[str]) -> list[str]:

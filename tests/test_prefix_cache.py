@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from sweet_rl import models as M
-from sweet_rl.models import BackendConfig, PrefixCache, SamplingParams, TransformersBackend, load_model, make_backend
+from sweet_rl.models import (BackendConfig, PrefixCache, SamplingParams, TransformersBackend, kv_bytes_per_token, load_model,
+                             make_backend)
 
 GREEDY = SamplingParams(max_new_tokens=20, temperature=0)
 CONVS = [[{'role': 'user', 'content': 'What is 2+2? Explain at length.'}],
@@ -63,18 +64,21 @@ def test_stops_lengths_and_finish_reasons_as_before(lm, reference, params):
     else: assert not any(s in o.text for o in got for s in params.stop) and got[-1].finish_reason == 'stop'
 
 
-def test_store_respects_its_token_budget(lm, reference):
-    cached = TransformersBackend(*lm, batch_size=2, cache_tokens=120)
+def test_store_respects_its_memory_budget(lm, reference):
+    per_token = kv_bytes_per_token(lm[0])
+    assert per_token == 2 * 30 * 3 * 64 * 4  # SmolLM2-135M in float32: 30 layers, 3 key/value heads of 64 numbers
+    cached = TransformersBackend(*lm, batch_size=2, cache_bytes=120 * per_token)
     for conv in CONVS:
         cached.complete([conv], GREEDY)
         assert 0 < cached.prefix_store.tokens <= 120
+        assert cached.prefix_store.nbytes == cached.prefix_store.tokens * per_token  # what the entries really hold
     assert len(cached.prefix_store) < len(CONVS)  # some entries were evicted
     assert cached.complete(CONVS, GREEDY) == reference.complete(CONVS, GREEDY)
 
 
 def test_least_recently_used_entry_is_evicted_and_extended_entries_dropped():
-    kv = lambda n: [(torch.zeros(1, 1, n, 2), torch.zeros(1, 1, n, 2))]
-    store = PrefixCache(max_tokens=8)
+    kv = lambda n: [(torch.zeros(1, 1, n, 2), torch.zeros(1, 1, n, 2))]  # 16 bytes a token
+    store = PrefixCache(max_bytes=8 * 16)
     store.add([1, 2], kv(2)); store.add([1, 2, 3], kv(3))
     assert [e.ids.tolist() for e in store.entries] == [[1, 2, 3]]
     store.add([4, 4], kv(2)); store.add([5, 5], kv(2))
@@ -103,4 +107,4 @@ def test_changed_weights_empty_the_store(lm):
 
 def test_backend_config_switches_prefix_caching():
     assert make_backend(BackendConfig(dtype='float32', prefix_cache=False)).prefix_store is None
-    assert make_backend({'dtype': 'float32', 'cache_tokens': 1000}).prefix_store.max_tokens == 1000
+    assert make_backend({'dtype': 'float32', 'cache_bytes': 1000}).prefix_store.max_bytes == 1000
