@@ -141,13 +141,13 @@ def test_rft_grows_the_likelihood_of_successful_trajectories(tmp_path):
     assert ll(trained.model) > before + 1.0
 
 
-def test_finished_run_is_reused_and_another_config_refused(tmp_path):
-    cfg = ActorConfig(method='sweet', dtype='float32', lr=5e-3, batch_size=2)
+def test_finished_run_is_reused_and_another_config_refused(tmp_path, tiny_lm):
+    cfg = ActorConfig(model=tiny_lm, method='sweet', dtype='float32', lr=5e-3, batch_size=2)
     first = train_actor(cfg, TURN_ROWS, tmp_path, max_steps=2, progress=False)
     again = train_actor(cfg, TURN_ROWS, tmp_path, max_steps=2, progress=False)  # nothing to do: loaded from actor/
     for k, v in first.trainable_state().items(): torch.testing.assert_close(again.trainable_state()[k], v)
     with pytest.raises(ValueError, match='another config'):
-        train_actor(ActorConfig(method='sweet', dtype='float32', lr=1e-3, batch_size=2), TURN_ROWS, tmp_path, progress=False)
+        train_actor(ActorConfig(model=tiny_lm, method='sweet', dtype='float32', lr=1e-3, batch_size=2), TURN_ROWS, tmp_path, progress=False)
     with pytest.raises(ValueError, match='no training examples'): train_actor(cfg, [], tmp_path / 'empty', progress=False)
 
 

@@ -316,14 +316,14 @@ def test_learning_check_on_synthetic_trajectories(tmp_path):
     assert not {t['task']['problem_description'] for t in train} & {t['task']['problem_description'] for t in held}
     held_pairs = make_pairs(held)
     cfg = CriticConfig(dtype='float32', lora_r=8, lr=1e-3, epochs=3, batch_size=4, grad_accum=1, save_steps=100)
-    untrained = Critic.build(cfg).pair_accuracy(held_pairs)
+    untrained = Critic.build(cfg).pair_accuracy(held_pairs[:2])  # its adapter starts at zero: every pair ties
     assert untrained['pair_accuracy'] == 0.5 and untrained['ties'] == 1.0
     critic = train_critic(cfg, train, tmp_path, progress=False)
-    acc = critic.pair_accuracy(held_pairs)
-    assert acc['pair_accuracy'] >= 0.85, acc
-    # the decisive turn (turn 0): its advantage is higher in the successful trajectory
     chosen = critic.turn_scores([p['chosen'] for p in held_pairs])
     rejected = critic.turn_scores([p['rejected'] for p in held_pairs])
+    acc = sum(1.0 if c.sum() > r.sum() else 0.5 if c.sum() == r.sum() else 0.0 for c, r in zip(chosen, rejected)) / len(held_pairs)
+    assert acc >= 0.85, acc  # pair accuracy as `pair_accuracy` computes it, from the same turn scores
+    # the decisive turn (turn 0): its advantage is higher in the successful trajectory
     decisive = sum(float(c[0]) > float(r[0]) for c, r in zip(chosen, rejected)) / len(held_pairs)
     assert decisive >= 0.85, decisive
     # and through the scoring API: the clarifying question beats the small talk as a first action
@@ -334,10 +334,10 @@ def test_learning_check_on_synthetic_trajectories(tmp_path):
     assert wins / len(held_pairs) >= 0.75, wins
 
 
-def test_train_critic_resumes_from_checkpoint(tmp_path, tag_checkpoint):
+def test_train_critic_resumes_from_checkpoint(tmp_path, tag_checkpoint, tiny_lm):
     "An interrupted run continues from its last checkpoint, and its log keeps every step once."
     syn = synthetic_trajectories(4, seed=3)
-    cfg = CriticConfig(dtype='float32', lora_r=4, lora_targets=['q_proj', 'v_proj'], lr=1e-3, epochs=3, batch_size=4,
+    cfg = CriticConfig(model=tiny_lm, dtype='float32', lora_r=4, lora_targets=['q_proj', 'v_proj'], lr=1e-3, epochs=3, batch_size=4,
                        grad_accum=1, save_steps=1, save_total_limit=1)
     train_critic(cfg, syn, tmp_path, progress=False, max_steps=2)
     sentinel = tag_checkpoint(tmp_path / 'checkpoints' / 'checkpoint-2')

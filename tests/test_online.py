@@ -114,10 +114,10 @@ def test_reward_rises_within_a_few_steps(tmp_path):
     assert after >= before + 0.25, (before, after)
 
 
-def test_interrupted_training_resumes_from_its_checkpoint(tmp_path):
+def test_interrupted_training_resumes_from_its_checkpoint(tmp_path, tiny_lm):
     "Stopped after step 2 (checkpoint), resumed to step 3: the same weights and per-step log as a run never interrupted."
     setting = prefix_setting()
-    cfg = MTGRPOConfig(mode='mt', steps=3, group_size=2, batch_size=1, max_new_tokens=4, lr=1e-3, dtype='float32', save_steps=1,
+    cfg = MTGRPOConfig(model=tiny_lm, mode='mt', steps=3, group_size=2, batch_size=1, max_new_tokens=4, lr=1e-3, dtype='float32', save_steps=1,
                        lora_r=4, lora_alpha=8, seed=0)
     straight = train_mtgrpo(cfg, tmp_path / 'straight', setting, progress=False)
     assert not (tmp_path / 'resumed' / 'policy').exists()
@@ -156,11 +156,11 @@ def test_backend_with_a_sweet_critic_as_turn_reward(tmp_path):
     assert er.turns.shape[1] == max(turns) and all((~er.turns[i].isnan()).sum() == n for i, n in enumerate(turns))  # one per turn
 
 
-def test_training_under_accelerate_launch(tmp_path):
+def test_training_under_accelerate_launch(tmp_path, tiny_lm):
     "Two CPU processes (gloo) each roll out their own prompts; process 0 writes the policy, the step log and the metrics."
     import os, subprocess, sys
     root = Path(__file__).resolve().parents[1]
-    MTGRPOConfig(steps=2, group_size=2, batch_size=1, max_new_tokens=4, max_turns=1, question_kinds=['capital'], n_tasks=8,
+    MTGRPOConfig(model=tiny_lm, steps=2, group_size=2, batch_size=1, max_new_tokens=4, max_turns=1, question_kinds=['capital'], n_tasks=8,
                  dtype='float32', lora_r=4, lora_alpha=8, save_steps=1).save(tmp_path / 'g.json')
     cmd = [sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(root / 'configs' / 'accelerate' / 'cpu_2proc.yaml'),
            '-m', 'sweet_rl.launch', 'mtgrpo', '--config', str(tmp_path / 'g.json'), '--out', str(tmp_path / 'run'), '--no-progress']
@@ -174,14 +174,14 @@ def test_training_under_accelerate_launch(tmp_path):
     assert json.loads((tmp_path / 'run' / 'metrics.json').read_text())['steps'] == 2
 
 
-def test_full_finetuning_with_kl_and_rollouts_reused(tmp_path):
+def test_full_finetuning_with_kl_and_rollouts_reused(tmp_path, tiny_lm):
     """Full fine-tuning with a frozen reference (beta > 0) and two updates per batch of rollouts: the second step reuses
     the first step's episodes and old log-probabilities, the KL to the reference is positive once the policy moved, and
     every weight trained. The reward is the answer's length, so every group has spread."""
     tasks = search_tasks('all', kinds=['capital'])
     length = lambda records: [len(next(m['content'] for m in r['dialogue_history'] if m['role'] == 'assistant')) / 10 for r in records]
     setting = Setting(env_factory('search', max_turns=1), tasks[:8], tasks[8:10], [Reward('length', 'outcome', 1.0, length)])
-    cfg = MTGRPOConfig(mode='or', lora=False, beta=0.1, updates_per_batch=2, steps=2, group_size=4, batch_size=1, max_new_tokens=4,
+    cfg = MTGRPOConfig(model=tiny_lm, mode='or', lora=False, beta=0.1, updates_per_batch=2, steps=2, group_size=4, batch_size=1, max_new_tokens=4,
                        lr=1e-4, max_grad_norm=1.0, dtype='float32', save_steps=100, save_episodes=False)
     policy = OnlinePolicy.build(cfg)
     assert policy.ref_model is not None

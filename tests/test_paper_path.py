@@ -173,23 +173,23 @@ def test_frontend_pairs_follow_the_released_gap_rule():
 
 
 # ------------------------------------------------------------------------------------------------ the official fixtures train
-def test_official_fixtures_train_critic_and_actor_at_smoke_scale(tmp_path):
-    "The official-format files load unchanged and train the critic and every actor method (one step each)."
+def test_official_fixtures_train_critic_and_actor_at_smoke_scale(tmp_path, tiny_lm):
+    "The official-format files load unchanged and train the critic and every actor method (one step each, tiny random model)."
     for path in (BACKEND, FRONTEND):
         out = tmp_path / path.stem / 'copy.jsonl'
         save_trajectories(load_trajectories(path), out)
         assert out.read_bytes() == path.read_bytes()  # loaded unchanged
     trajs = [t.to_dict() for t in load_trajectories(BACKEND)]
     make_env = lambda: BackendEnv(None, BackendEnvConfig(max_turns=3))
-    critic_cfg = CriticConfig(dtype='float32', lora_r=4, batch_size=1, grad_accum=1)
+    critic_cfg = CriticConfig(model=tiny_lm, dtype='float32', lora_r=4, batch_size=1, grad_accum=1)
     critic = train_critic(critic_cfg, trajs, tmp_path / 'critic', progress=False, max_steps=1)
     front = [t.to_dict() for t in load_trajectories(FRONTEND)]
     train_critic(critic_cfg, front, tmp_path / 'critic_front', pair_config=PairConfig.rule('frontend'), progress=False, max_steps=1)
     rft, mtdpo = rft_examples(trajs, make_env), mtdpo_examples(trajs, make_env)
     assert len(rft) == 4 and len(mtdpo) == 8
     for method, examples in (('rft', rft), ('mtdpo', mtdpo)):
-        train_actor(ActorConfig(method=method, dtype='float32', batch_size=1), examples, tmp_path / method, progress=False, max_steps=1)
-    cfg = ActorConfig(method='sweet', dtype='float32', batch_size=2)
+        train_actor(ActorConfig(model=tiny_lm, method=method, dtype='float32', batch_size=1), examples, tmp_path / method, progress=False, max_steps=1)
+    cfg = ActorConfig(model=tiny_lm, method='sweet', dtype='float32', batch_size=2)
     actor = Actor.build(cfg)
     turns = offline_turns(trajs, make_env, data_fraction=1 / 6)  # the first two trajectories: two tasks, two states each
     assert [len(t['history']) for t in turns] == [1, 3, 1, 3]  # the request, then the dialogue before each agent turn

@@ -52,12 +52,12 @@ def test_shipped_paper_configs_plan_cleanly(paper_cluster):
     assert proc.returncode == 1 and 'global batch 1' in proc.stdout and 'GB per GPU needed' in proc.stdout
 
 
-def test_activation_checkpointing_keeps_the_losses(tmp_path):
+def test_activation_checkpointing_keeps_the_losses(tmp_path, tiny_lm):
     "Recomputing activations in the backward pass must not change training: same losses with and without."
     from sweet_rl.critic import CriticConfig, synthetic_trajectories, train_critic
     losses = []
     for on in (False, True):
-        cfg = CriticConfig(dtype='float32', lr=1e-3, batch_size=2, grad_accum=1, epochs=1, gradient_checkpointing=on)
+        cfg = CriticConfig(model=tiny_lm, dtype='float32', lr=1e-3, batch_size=2, grad_accum=1, epochs=1, gradient_checkpointing=on)
         critic = train_critic(cfg, synthetic_trajectories(2), tmp_path / str(on), max_steps=2, progress=False)
         assert any(getattr(m, 'gradient_checkpointing', False) for m in critic.model.modules()) == on  # really recomputed
         losses.append([r['loss'] for r in map(json.loads, (tmp_path / str(on) / 'train_log.jsonl').read_text().splitlines()) if 'loss' in r])

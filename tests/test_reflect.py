@@ -90,9 +90,9 @@ def test_ppo_needs_the_sampling_logprobs(policy):
     with pytest.raises(ValueError, match="algorithm must be 'reinforce' or 'ppo'"): ReflectConfig(algorithm='a2c')
 
 
-def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch):
+def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch, tiny_lm):
     cfg = ReflectConfig(reflection=False, data_episodes=4, sft_steps=2, iterations=3, episodes_per_iteration=2,
-                        eval_episodes=2, save_every=1, lora_r=8)
+                        eval_episodes=2, save_every=1, lora_r=8, model=tiny_lm, reflection_model=tiny_lm)
     full = train_reflect(cfg, tmp_path / 'full', progress=False)
     import sweet_rl.reflect as R
     real, calls = R.policy_update, []
@@ -110,6 +110,7 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch):
     a = torch.load(tmp_path / 'full' / 'checkpoint.pt', weights_only=False)['adapter']
     b = torch.load(tmp_path / 'cut' / 'checkpoint.pt', weights_only=False)['adapter']
     assert all(torch.equal(a[k], b[k]) for k in a)
+    assert any(float(a[k].abs().sum()) > 0 for k in a if 'lora_B' in k)  # the adapter trained off its zero start
 
 
 def test_every_explore_state_fits_the_labels():
