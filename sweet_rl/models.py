@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
@@ -822,6 +823,9 @@ def gather_logprobs(logits:torch.Tensor, # [..., V] next-token logits
     "Log-probability of each target token under its logits, `[...]`."
     return logits.log_softmax(-1).gather(-1, targets[..., None]).squeeze(-1)
 
+def _chunk_logprobs(head, hidden:torch.Tensor, targets:torch.Tensor) -> torch.Tensor:
+    return gather_logprobs(head(hidden).float(), targets)
+
 def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids
                    attention_mask:torch.Tensor|None=None, # [B, T], 1 for real tokens (right padding)
                    chunk_size:int=256, # positions projected to the vocabulary at a time
@@ -833,9 +837,10 @@ def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids
         return F.pad(gather_logprobs(logits, targets), (1, 0))
     hidden = lm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, :-1]
     head, parts = lm.get_output_embeddings(), []
+    recompute = torch.is_grad_enabled() and hidden.requires_grad  # keep only the hidden chunk for the backward pass
     for s in range(0, hidden.shape[1], chunk_size):
-        logits = head(hidden[:, s:s + chunk_size]).float()
-        parts.append(gather_logprobs(logits, targets[:, s:s + chunk_size]))
+        h, t = hidden[:, s:s + chunk_size], targets[:, s:s + chunk_size]
+        parts.append(checkpoint(_chunk_logprobs, head, h, t, use_reentrant=False) if recompute else _chunk_logprobs(head, h, t))
     return F.pad(torch.cat(parts, 1), (1, 0))
 
 # %% ../nbs/02_models.ipynb #f94b7069
