@@ -16,7 +16,7 @@ from .render import win_rate
 # %% auto #0
 __all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'FIGURE_STYLE', 'outcome_kind',
            'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'load_run', 'task_rows', 'run_rows', 'markdown_table',
-           'select_runs', 'fmt_ci', 'provenance', 'new_figure', 'save_figure']
+           'select_runs', 'fmt_ci', 'compare_ci', 'provenance', 'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -160,6 +160,13 @@ def fmt_ci(mean, lo=None, hi=None, decimals:int=1, scale:float=1.0) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)): return '—'
     s = f'{scale * mean:.{decimals}f}'
     return s if lo is None or hi is None else f'{s} [{scale * lo:.{decimals}f}, {scale * hi:.{decimals}f}]'
+
+def compare_ci(a, b, # rows (dicts, Series) with `{metric}_lo` and `{metric}_hi`
+               metric:str='success_pct'):
+    "How `a` stands against `b` on `metric` by their 95% intervals: 'above', 'below' or 'not separable from'."
+    if a[f'{metric}_lo'] > b[f'{metric}_hi']: return 'above'
+    if a[f'{metric}_hi'] < b[f'{metric}_lo']: return 'below'
+    return 'not separable from'
 
 def provenance(table:pd.DataFrame) -> str:
     "Where the numbers come from: scale, code version, number of runs, and the command that made them."
