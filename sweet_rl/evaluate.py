@@ -14,9 +14,10 @@ from .core import atomic_write_text, read_jsonl, stable_id
 from .render import win_rate
 
 # %% auto #0
-__all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'FIGURE_STYLE', 'outcome_kind',
-           'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'load_run', 'task_rows', 'run_rows', 'markdown_table',
-           'select_runs', 'fmt_ci', 'compare_ci', 'provenance', 'new_figure', 'save_figure']
+__all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'FIGURE_STYLE',
+           'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'paired_difference_ci',
+           'load_run', 'task_rows', 'run_rows', 'markdown_table', 'select_runs', 'fmt_ci', 'compare_ci', 'provenance',
+           'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -40,7 +41,14 @@ METHOD_NAMES = {'zero-shot': 'Zero-shot', 'single-turn': 'Single-turn', 'rft': '
 # %% ../nbs/14_evaluate.ipynb #98869704
 OUTCOMES = {'backend': ('tests_passed', 'success'), 'frontend': ('similarity',), 'choice': ('success', 'return'),
             'search': ('exact_match', 'answer_present', 'tool_execution', 'answer_in_result', 'reward')}
-PERCENT = ('tests_passed', 'success', 'exact_match', 'answer_present', 'tool_execution', 'answer_in_result')  # outcomes in [0, 1] reported as percentages; the others as they are
+PERCENT = ('tests_passed', 'success', 'exact_match', 'answer_present', 'tool_execution', 'answer_in_result',
+           'answered_at_once')  # outcomes in [0, 1] reported as percentages; the others as they are
+DIALOGUE = ('agent_turns', 'answered_at_once')  # how a ColBench agent talks: its turns, and whether its first message is its answer
+
+def dialogue_outcomes(record:dict) -> dict:
+    "`agent_turns` (assistant messages) and `answered_at_once` (1.0 when the first is the last) of a dialogue episode."
+    n = sum(isinstance(m, dict) and m.get('role') == 'assistant' for m in record['dialogue_history'])
+    return {'agent_turns': float(n), 'answered_at_once': float(n == 1)}
 
 def outcome_kind(record:dict) -> str:
     "'backend' (tests passed), 'choice' (a return: Reflect-RL's environments), 'search' (MT-GRPO's search task: raw reward scores) or 'frontend' (similarity)."
@@ -53,13 +61,15 @@ def task_outcomes(records:Sequence[dict], # episode records of one label (our ro
     "One row per task (`task_id`, `n_samples`, and the mean of each outcome over the task's samples)."
     if not records: raise ValueError("no episode records")
     kind = outcome_kind(records[0])
-    rows = {}
+    # ColBench episodes also say how the agent talked, when every record keeps its dialogue
+    talk = kind in ('backend', 'frontend') and all(isinstance(r.get('dialogue_history'), list) for r in records)
+    names, rows = OUTCOMES[kind] + (DIALOGUE if talk else ()), {}
     for i, r in enumerate(records):
-        r = {**(r.get('rewards') or {}), **r}  # a search episode keeps its raw reward scores under `rewards`
+        r = {**(r.get('rewards') or {}), **r, **(dialogue_outcomes(r) if talk else {})}  # search: raw reward scores under `rewards`
         missing = [k for k in OUTCOMES[kind] if k not in r]
         if missing: raise ValueError(f"record {i}: missing outcome field(s) {missing} of a {kind} episode")
-        rows.setdefault(stable_id(r['task']), []).append([float(r[k]) for k in OUTCOMES[kind]])
-    out = [{'task_id': t, 'n_samples': len(v), **{k: statistics.fmean(x[j] for x in v) for j, k in enumerate(OUTCOMES[kind])}}
+        rows.setdefault(stable_id(r['task']), []).append([float(r[k]) for k in names])
+    out = [{'task_id': t, 'n_samples': len(v), **{k: statistics.fmean(x[j] for x in v) for j, k in enumerate(names)}}
            for t, v in rows.items()]
     return pd.DataFrame(out).sort_values('task_id', ignore_index=True)
 
@@ -85,6 +95,13 @@ def win_rate_ci(mine:pd.DataFrame, theirs:pd.DataFrame, # `task_outcomes` of the
     wins = [win_rate([a], [b], ties='half').rate  # the library's rule for one task: a win, a tie (half) or a loss
             for a, b in zip(both[f'{metric}_a'], both[f'{metric}_b'])]
     return (*bootstrap_ci(wins, n_boot, seed=seed), len(wins))
+
+def paired_difference_ci(mine:pd.DataFrame, theirs:pd.DataFrame, # `task_outcomes` of the two methods
+                         metric:str='tests_passed', n_boot:int=2000, seed:int=0) -> tuple[float, float, float, int]:
+    "`(mean, low, high, n_tasks)` of `mine - theirs` on `metric`, task by task over the tasks both have."
+    both = mine[['task_id', metric]].merge(theirs[['task_id', metric]], on='task_id', suffixes=('_a', '_b'))
+    if both.empty: raise ValueError("the two runs share no task")
+    return (*bootstrap_ci(list(both[f'{metric}_a'] - both[f'{metric}_b']), n_boot, seed=seed), len(both))
 
 # %% ../nbs/14_evaluate.ipynb #e50ef939
 def load_run(run_dir) -> dict:
