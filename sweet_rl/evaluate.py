@@ -16,8 +16,8 @@ from .render import win_rate
 # %% auto #0
 __all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'FIGURE_STYLE',
            'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'paired_difference_ci',
-           'load_run', 'task_rows', 'run_rows', 'markdown_table', 'select_runs', 'fmt_ci', 'compare_ci', 'provenance',
-           'new_figure', 'save_figure']
+           'load_run', 'task_rows', 'run_rows', 'markdown_table', 'select_runs', 'fmt_ci', 'compare_ci',
+           'paired_verdict', 'describe_training', 'provenance', 'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -184,6 +184,31 @@ def compare_ci(a, b, # rows (dicts, Series) with `{metric}_lo` and `{metric}_hi`
     if a[f'{metric}_lo'] > b[f'{metric}_hi']: return 'above'
     if a[f'{metric}_hi'] < b[f'{metric}_lo']: return 'below'
     return 'not separable from'
+
+def paired_verdict(mine:pd.DataFrame, theirs:pd.DataFrame, # `task_outcomes` of two methods on the same tasks
+                   metric:str='tests_passed', scale:float=100.0, # 100: a percentage outcome, in points
+                   n_boot:int=2000, seed:int=0) -> tuple[str, str]:
+    "`(word, text)`: 'above', 'below' or 'not separable from', decided on the printed interval, and `+d [lo, hi] points over n tasks`."
+    d, lo, hi, n = paired_difference_ci(mine, theirs, metric, n_boot, seed)
+    d, lo, hi = (round(scale * x, 1) + 0.0 for x in (d, lo, hi))  # + 0.0: no '-0.0'
+    word = 'above' if lo > 0 else 'below' if hi < 0 else 'not separable from'
+    return word, f"{d:+.1f} [{lo:.1f}, {hi:.1f}] {'points' if scale == 100 else ''} over {n} tasks".replace('  ', ' ')
+
+def _param(row, k):
+    v = row.get(k) if hasattr(row, 'get') else None
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+def describe_training(row) -> str:
+    "One sentence on what a `train_actor` run row learned from: its offline data, pair rule and optimizer steps."
+    n, steps = int(_param(row, 'metric.n_offline_trajectories') or 0), int(_param(row, 'param.max_steps') or 0)
+    if _param(row, 'param.data') != 'rollouts':
+        return f"{n} scripted offline trajectories, {steps} optimizer steps"
+    source = _param(row, 'param.data_model') or _param(row, 'param.model')
+    rule = _param(row, 'param.pair_rule') or _param(row, 'param.task') or 'backend'
+    return (f"{n} collaborative episodes of {source} on {int(_param(row, 'param.n_tasks'))} training tasks "
+            f"({int(_param(row, 'param.samples_per_task'))} per task; preference pairs by the released "
+            + ("frontend rule, rewards at least 0.1 apart" if rule == 'frontend' else "backend rule, the best episode must succeed")
+            + f"), {steps} optimizer steps")
 
 def provenance(table:pd.DataFrame) -> str:
     "Where the numbers come from: scale, code version, number of runs, and the command that made them."
