@@ -20,7 +20,7 @@ __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESUL
            'ARTIFACTS', 'README_START', 'README_END', 'notebook_path', 'notebook_parameters', 'check_params',
            'is_finished', 'run_notebook', 'Study', 'load_scales', 'expand_study', 'missing_paths', 'run_study',
            'collect_study', 'render_artifacts', 'readme_section', 'update_readme', 'model_label', 'archive_runs',
-           'restore_runs', 'plan_training', 'reproduce', 'main']
+           'restore_runs', 'study_status', 'plan_training', 'reproduce', 'main']
 
 # %% ../nbs/16_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
@@ -313,6 +313,32 @@ def restore_runs(runs_dir=None, archive_dir=None) -> list[Path]:
         dest.parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, dest); out.append(dest)
     return out
 
+# %% ../nbs/16_pipeline.ipynb #5a1f0c3f
+def _progress(run:Path) -> str:
+    "How far a started run got: its last checkpoint and the records of its JSONL files (episodes, scores, steps)."
+    ckpts = sorted((int(p.name.split('-')[-1]) for p in run.glob('**/checkpoint-*') if p.name.split('-')[-1].isdigit()), reverse=True)
+    recs = {p.name: sum(1 for line in p.open() if line.strip()) for p in sorted(run.glob('*.jsonl'))}
+    parts = ([f"checkpoint {ckpts[0]}"] if ckpts else []) + [f"{name}: {n}" for name, n in recs.items()]
+    return ', '.join(parts)
+
+def study_status(study:Study|str, scale:str='smoke', runs_dir=None, archive_dir=None) -> pd.DataFrame:
+    "Each run of `study` at `scale`: its id, notebook, what sets it apart, and its state (finished, archived, started, not started)."
+    study = study if isinstance(study, Study) else Study.load(study)
+    runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
+    runs, rows = expand_study(study, scale), []
+    for nb, p in runs:
+        others = [q for n, q in runs if n == nb]
+        varies = {k: v for k, v in p.items() if any(q.get(k) != v for q in others)} if len(others) > 1 else {}
+        shown = varies or {k: p[k] for k in ('task', 'method', 'mode') if k in p}
+        d = run_dir_for(nb, check_params(nb, p), runs_dir)
+        if (d / 'metrics.json').is_file(): state, detail = 'finished', ''
+        elif (archive_dir / d.relative_to(runs_dir) / 'metrics.json').is_file(): state, detail = 'archived', 'run `restore`'
+        elif d.is_dir(): state, detail = 'started', _progress(d)
+        else: state, detail = 'not started', ''
+        rows.append({'study': study.name, 'run': d.name, 'notebook': nb,
+                     'what': ', '.join(f"{k}={v}" for k, v in sorted(shown.items())), 'state': state, 'progress': detail})
+    return pd.DataFrame(rows, columns=['study', 'run', 'notebook', 'what', 'state', 'progress'])
+
 # %% ../nbs/16_pipeline.ipynb #0e1c0bfa
 def plan_training(study:Study|str, scale:str='paper') -> list[dict]:
     "The launch plan (`sweet_rl.launch.launch_plan`: world size, global batch, memory per GPU, problems) of every critic and actor a study trains through `accelerate`."
@@ -365,6 +391,8 @@ def main(argv:Sequence[str]|None=None):
     p = sub.add_parser('render'); p.add_argument('--results-dir'); p.add_argument('--figures-dir')
     p = sub.add_parser('readme'); p.add_argument('--figures-dir'); p.add_argument('--check', action='store_true')
     for name in ('archive', 'restore'): p = sub.add_parser(name); p.add_argument('--runs-dir')
+    p = sub.add_parser('status'); p.add_argument('studies', help='study names or paths, comma-separated')
+    p.add_argument('--scale', default='smoke', choices=SCALES); p.add_argument('--runs-dir')
     p = sub.add_parser('reproduce'); p.add_argument('--scale', default='small', choices=SCALES); p.add_argument('--studies')
     p.add_argument('--runs-dir'); p.add_argument('--dry-run', action='store_true'); p.add_argument('--force', action='store_true')
     p.add_argument('--allow-mixed-versions', action='store_true')
@@ -380,6 +408,9 @@ def main(argv:Sequence[str]|None=None):
         print(f"{len(files)} files {'archived into' if a.cmd == 'archive' else 'restored from'} {ARCHIVE_DIR}")
     elif a.cmd == 'render':
         for f in render_artifacts(a.results_dir, a.figures_dir): print(f)
+    elif a.cmd == 'status':
+        table = pd.concat([study_status(s, a.scale, a.runs_dir) for s in a.studies.split(',')], ignore_index=True)
+        print(table.to_string(index=False)); print(table['state'].value_counts().to_string())
     elif a.cmd == 'readme':
         if a.check:
             text = (ROOT / 'README.md').read_text()
