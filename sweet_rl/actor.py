@@ -18,7 +18,7 @@ from .data import chat_message
 from .models import (LORA_TARGETS, SamplingParams, TransformersBackend, add_lora, encode_conversations, end_of_turn_ids,
                              generation_prompt_ids, load_model)
 from .data import as_record
-from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, checkpoint_activations, exclusive_training, list_checkpoints, example_lengths,
+from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, checkpoint_activations, list_checkpoints, example_lengths,
                             frozen_reference, policy_logprobs, training_arguments, within_length, write_results)
 from .critic import PairConfig, agent_nll, is_success, make_pairs, pair_loss
 from .rollout import score_list, scorer_label
@@ -354,7 +354,7 @@ def train_actor(config:ActorConfig, # the policy, the method and its hyperparame
                                ref_model=actor.ref_model)
     actor.model.train()
     last = list_checkpoints(ckpt) if resume else []
-    with exclusive_training(): trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
+    trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
     actor.model.eval()
     write_results(trainer, actor.model, out_dir, lambda state: actor.save(done, state))
     return actor

@@ -17,7 +17,7 @@ from .core import Config, artifact_dir, seed_everything, stable_id
 from .data import as_record, detect_kind, dialogue_turns
 from .models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, load_model,
                              per_turn, token_logprobs)
-from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, checkpoint_activations, exclusive_training, list_checkpoints,
+from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, checkpoint_activations, list_checkpoints,
                             example_lengths, frozen_reference, is_sharded, policy_logprobs, training_arguments,
                             within_length, write_results)
 
@@ -507,7 +507,7 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
                                    data_collator=critic.collator(), processing_class=critic.tokenizer,
                                    config=config, ref_model=critic.ref_model)
     last = list_checkpoints(out_dir / 'checkpoints') if resume else []
-    with exclusive_training(): trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
+    trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
     critic.model.eval()
     write_results(trainer, critic.model, out_dir, lambda state: critic.save(done, state))
     return critic

@@ -17,7 +17,8 @@ from .render import win_rate
 __all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'FIGURE_STYLE',
            'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'paired_difference_ci',
            'load_run', 'task_rows', 'run_rows', 'markdown_table', 'select_runs', 'fmt_ci', 'compare_ci',
-           'paired_verdict', 'describe_training', 'provenance', 'new_figure', 'save_figure']
+           'paired_verdict', 'row_value', 'row_ci', 'row_tasks', 'describe_training', 'provenance', 'new_figure',
+           'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -192,21 +193,32 @@ def paired_verdict(mine:pd.DataFrame, theirs:pd.DataFrame, # `task_outcomes` of 
     d, lo, hi, n = paired_difference_ci(mine, theirs, metric, n_boot, seed)
     d, lo, hi = (round(scale * x, 1) + 0.0 for x in (d, lo, hi))  # + 0.0: no '-0.0'
     word = 'above' if lo > 0 else 'below' if hi < 0 else 'not separable from'
-    return word, f"{d:+.1f} [{lo:.1f}, {hi:.1f}] {'points' if scale == 100 else ''} over {n} tasks".replace('  ', ' ')
+    return word, f"{d:+.1f} [{lo:.1f}, {hi:.1f}]{' points' if scale == 100 else ''} over {n} tasks"
 
-def _param(row, k):
-    v = row.get(k) if hasattr(row, 'get') else None
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+def row_value(row, key:str, default=None):
+    "`row[key]` of a results row (dict or Series); `default` when the row lacks it or holds NaN (results from before the key)."
+    v = row.get(key) if hasattr(row, 'get') else None
+    return default if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+def row_ci(row, metric:str, decimals:int=1, scale:float=1.0) -> str:
+    "`fmt_ci` of `metric` of a results row (`metric`, `metric_lo`, `metric_hi`); '—' where the row or the metric is missing."
+    if row is None or row_value(row, metric) is None: return '—'
+    return fmt_ci(row[metric], row_value(row, f'{metric}_lo'), row_value(row, f'{metric}_hi'), decimals, scale)
+
+def row_tasks(tasks:pd.DataFrame, # a study's per-task outcomes (`<study>_tasks.csv`)
+              row) -> pd.DataFrame:
+    "The per-task outcomes of one results row: its run and episode label."
+    return tasks[(tasks['run'] == row['run']) & (tasks['label'] == row['label'])]
 
 def describe_training(row) -> str:
     "One sentence on what a `train_actor` run row learned from: its offline data, pair rule and optimizer steps."
-    n, steps = int(_param(row, 'metric.n_offline_trajectories') or 0), int(_param(row, 'param.max_steps') or 0)
-    if _param(row, 'param.data') != 'rollouts':
+    n, steps = int(row_value(row, 'metric.n_offline_trajectories') or 0), int(row_value(row, 'param.max_steps') or 0)
+    if row_value(row, 'param.data') != 'rollouts':
         return f"{n} scripted offline trajectories, {steps} optimizer steps"
-    source = _param(row, 'param.data_model') or _param(row, 'param.model')
-    rule = _param(row, 'param.pair_rule') or _param(row, 'param.task') or 'backend'
-    return (f"{n} collaborative episodes of {source} on {int(_param(row, 'param.n_tasks'))} training tasks "
-            f"({int(_param(row, 'param.samples_per_task'))} per task; preference pairs by the released "
+    source = row_value(row, 'param.data_model') or row_value(row, 'param.model')
+    rule = row_value(row, 'param.pair_rule') or row_value(row, 'param.task') or 'backend'
+    return (f"{n} collaborative episodes of {source} on {int(row_value(row, 'param.n_tasks'))} training tasks "
+            f"({int(row_value(row, 'param.samples_per_task'))} per task; preference pairs by the released "
             + ("frontend rule, rewards at least 0.1 apart" if rule == 'frontend' else "backend rule, the best episode must succeed")
             + f"), {steps} optimizer steps")
 

@@ -325,12 +325,12 @@ def study_status(study:Study|str, scale:str='smoke', runs_dir=None, archive_dir=
     "Each run of `study` at `scale`: its id, notebook, what sets it apart, and its state (finished, archived, started, not started)."
     study = study if isinstance(study, Study) else Study.load(study)
     runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
-    runs, rows = expand_study(study, scale), []
+    runs, rows, declared = expand_study(study, scale), [], {}
     for nb, p in runs:
         others = [q for n, q in runs if n == nb]
         varies = {k: v for k, v in p.items() if any(q.get(k) != v for q in others)} if len(others) > 1 else {}
         shown = varies or {k: p[k] for k in ('task', 'method', 'mode') if k in p}
-        d = run_dir_for(nb, check_params(nb, p), runs_dir)
+        d = run_dir_for(nb, check_params(nb, p, declared.setdefault(nb, notebook_parameters(nb))), runs_dir)
         if (d / 'metrics.json').is_file(): state, detail = 'finished', ''
         elif (archive_dir / d.relative_to(runs_dir) / 'metrics.json').is_file(): state, detail = 'archived', 'run `restore`'
         elif d.is_dir(): state, detail = 'started', _progress(d)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_train.ipynb #98c33643
 from __future__ import annotations
-import json, os, time, warnings
+import json, warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -17,9 +17,9 @@ from .core import atomic_write_text, write_jsonl
 from .models import causal_lm, gather_logprobs, token_logprobs
 
 # %% auto #0
-__all__ = ['TRAIN_LOCK_ENV', 'unwrap_model', 'frozen_reference', 'is_sharded', 'policy_logprobs', 'trainable_state',
-           'ObjectiveTrainer', 'training_arguments', 'list_checkpoints', 'write_results', 'checkpoint_activations',
-           'release_memory', 'exclusive_training', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights']
+__all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'policy_logprobs', 'trainable_state', 'ObjectiveTrainer',
+           'training_arguments', 'list_checkpoints', 'write_results', 'checkpoint_activations', 'example_lengths',
+           'within_length', 'ExampleDataset', 'SavedWeights']
 
 # %% ../nbs/09_train.ipynb #7ffe3de4
 def unwrap_model(model):
@@ -131,35 +131,6 @@ def checkpoint_activations(model, # a critic or actor model: causal LM or VLM, L
     if enable: lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})  # works with LoRA
     else: lm.gradient_checkpointing_disable()
     return model
-
-# %% ../nbs/09_train.ipynb #7d3b2a11
-TRAIN_LOCK_ENV = 'SWEET_RL_TRAIN_LOCK'
-
-def release_memory():
-    "Collect garbage and return freed heap memory to the operating system (glibc `malloc_trim`; nothing elsewhere)."
-    import ctypes, gc
-    gc.collect()
-    try: ctypes.CDLL('libc.so.6').malloc_trim(0)
-    except (OSError, AttributeError): pass
-
-@contextmanager
-def exclusive_training(lock_path=None, # lock file (default: `$SWEET_RL_TRAIN_LOCK`; neither: no lock)
-                      ):
-    "Train while holding the machine's training lock, so trainings side by side take turns; release memory afterwards."
-    path = lock_path or os.environ.get(TRAIN_LOCK_ENV)
-    if not path:
-        try: yield
-        finally: release_memory()
-        return
-    import fcntl
-    with open(path, 'a') as f:
-        t0 = time.monotonic()
-        fcntl.flock(f, fcntl.LOCK_EX)
-        if (waited := time.monotonic() - t0) > 1: print(f"waited {waited:.0f} s for the training lock {path}", flush=True)
-        try: yield
-        finally:
-            release_memory()
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 # %% ../nbs/09_train.ipynb #ddd206dc
 def example_lengths(examples:Sequence[dict], # `{chosen, rejected}`, `{trajectory, label}` or `{conversation}` rows
