@@ -12,10 +12,10 @@ from typing import Any, Iterable, Iterator, Sequence
 from fastcore.docments import docments
 
 # %% auto #0
-__all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'MANIFEST_PACKAGES', 'cache_dir', 'seed_everything', 'ConfigError', 'expand_env',
-           'Config', 'atomic_write_text', 'stable_id', 'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore',
-           'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_dir_for', 'start_run',
-           'artifact_dir']
+__all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'MANIFEST_PACKAGES', 'RUN_REF', 'cache_dir', 'seed_everything', 'ConfigError',
+           'expand_env', 'Config', 'atomic_write_text', 'stable_id', 'JsonlError', 'read_jsonl', 'write_jsonl',
+           'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_dir_for',
+           'start_run', 'resolve_run_output', 'output_entry', 'artifact_dir']
 
 # %% ../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parent if '__file__' in globals() else Path('../sweet_rl').resolve()
@@ -277,6 +277,30 @@ def start_run(experiment:str, # the experiment notebook's name (e.g. 'train_crit
     write_manifest(run_dir, seed=params.get('seed'), params=params)
     seed_everything(params.get('seed', 0))
     return run_dir
+
+# %% ../nbs/00_core.ipynb #bb5b91cf
+RUN_REF = 'run:'  # prefix of a parameter naming another run's output: run:<notebook>/<run id>#<output name>
+
+def resolve_run_output(value, # a parameter value: `run:<notebook>/<run id>#<name>`, or anything else (returned as it is)
+                       runs_dir, # root of the run folders (`runs/`; a run's own folder is `runs_dir/<notebook>/<id>`)
+                      ):
+    "The folder another run recorded as its output `name` (`metrics.json` → `outputs`), for a `run:` reference; other values unchanged."
+    if not isinstance(value, str) or not value.startswith(RUN_REF): return value
+    ref, _, name = value[len(RUN_REF):].partition('#')
+    if ref.count('/') != 1 or not name: raise ValueError(f"{value!r}: a run reference is run:<notebook>/<run id>#<output name>")
+    metrics = Path(runs_dir) / ref / 'metrics.json'
+    if not metrics.is_file(): raise FileNotFoundError(f"{value}: the run {Path(runs_dir) / ref} has not finished (no metrics.json); run it first")
+    outputs = json.loads(metrics.read_text()).get('outputs') or {}
+    if name not in outputs: raise KeyError(f"{metrics}: no output {name!r} (it records {sorted(outputs) or 'none'})")
+    folder = Path(runs_dir) / outputs[name]  # an absolute path recorded there stays as it is
+    if not folder.exists(): raise FileNotFoundError(f"{value}: {folder} is gone (only the run's small outputs were archived? rerun it)")
+    return str(folder)
+
+def output_entry(folder, run_dir) -> str:
+    "How a run records an output folder in `metrics.json`: relative to the runs root (`run_dir/../..`) when it lies there."
+    folder, root = Path(folder).resolve(), Path(run_dir).resolve().parent.parent
+    return str(folder.relative_to(root)) if folder.is_relative_to(root) else str(folder)
+
 
 # %% ../nbs/00_core.ipynb #f7a46a70
 def artifact_dir(kind:str, # what the folder holds: 'rollouts', 'candidates', 'critic', ...

@@ -12,15 +12,15 @@ from typing import Sequence
 import pandas as pd
 import yaml
 
-from .core import REPO_ROOT, atomic_write_text, expand_env, run_dir_for, stable_id
+from .core import REPO_ROOT, RUN_REF, atomic_write_text, expand_env, resolve_run_output, run_dir_for, stable_id
 from .evaluate import load_run, run_rows, task_rows
 
 # %% auto #0
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
            'ARTIFACTS', 'README_START', 'README_END', 'notebook_path', 'notebook_parameters', 'check_params',
-           'is_finished', 'run_notebook', 'Study', 'load_scales', 'expand_study', 'missing_paths', 'run_study',
-           'collect_study', 'render_artifacts', 'readme_section', 'update_readme', 'model_label', 'archive_runs',
-           'restore_runs', 'study_status', 'plan_training', 'reproduce', 'main']
+           'is_finished', 'run_notebook', 'Study', 'load_scales', 'run_reference', 'expand_study', 'missing_paths',
+           'run_study', 'collect_study', 'render_artifacts', 'readme_section', 'update_readme', 'model_label',
+           'archive_runs', 'restore_runs', 'study_status', 'plan_training', 'reproduce', 'main']
 
 # %% ../nbs/16_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
@@ -140,6 +140,8 @@ class Study:
             if set(r.get('scales', {})) - set(SCALES): raise ValueError(f"{source}: runs[{i}].scales: scales are {', '.join(SCALES)}")
             for k, v in r.get('grid', {}).items():
                 if not isinstance(v, list) or not v: raise ValueError(f"{source}: runs[{i}].grid.{k} must be a non-empty list")
+            for where, ps in [('params', r.get('params', {})), *((f'scales.{s}', v) for s, v in r.get('scales', {}).items())]:
+                for k, v in (ps or {}).items(): _check_reference(v, f"{source}: runs[{i}].{where}.{k}")
         seeds = d.get('seeds', [None])
         if not isinstance(seeds, list) or not all(s is None or isinstance(s, int) for s in seeds):
             raise ValueError(f"{source}: field 'seeds' must be a list of integers")
@@ -158,8 +160,25 @@ def load_scales(path=None) -> dict:
     return {s: (d or {}).get(s) or {} for s in SCALES}
 
 
+def _check_reference(value, where:str):
+    "A parameter given as a mapping must be another run's output: `{run: {notebook, params}, output}`."
+    if not isinstance(value, dict): return
+    run = value.get('run')
+    if (set(value) != {'run', 'output'} or not isinstance(value['output'], str) or not isinstance(run, dict)
+            or not isinstance(run.get('notebook'), str) or set(run) - {'notebook', 'params'} or not isinstance(run.get('params', {}), dict)):
+        raise ValueError(f"{where}: a mapping value names another run's output: {{run: {{notebook: ..., params: {{...}}}}, output: <name>}}, got {value!r}")
+
+def run_reference(value:dict, # `{run: {notebook, params}, output}`: the run (at the same scale) and the output it records
+                  preset:dict, # the scale's parameters per notebook (`load_scales()[scale]`)
+                  where:str='value') -> str:
+    "The parameter `run:<notebook>/<run id>#<output>` for another run's output, that run expanded at the same scale as a study run would be."
+    _check_reference(value, where)
+    nb = Path(value['run']['notebook']).stem
+    p = {k: expand_env(v, f"{where}: {nb} parameter {k!r}") for k, v in {**preset.get(nb, {}), **value['run'].get('params', {})}.items()}
+    return f"{RUN_REF}{nb}/{run_dir_for(nb, check_params(nb, p)).name}#{value['output']}"
+
 def expand_study(study:Study, scale:str='smoke', scales:dict|None=None) -> list[tuple[str, dict]]:
-    "The concrete runs `(notebook, params)` of a study at a scale, in order, without duplicates."
+    "The concrete runs `(notebook, params)` of a study at a scale, in order, without duplicates; other runs' outputs as `run:` references."
     if scale not in SCALES: raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     preset = (scales if scales is not None else load_scales()).get(scale, {})
     out, seen = [], set()
@@ -172,7 +191,8 @@ def expand_study(study:Study, scale:str='smoke', scales:dict|None=None) -> list[
         for combo in itertools.product(*grid.values()):
             for seed in study.seeds:
                 p = {**base, **dict(zip(grid, combo)), **({} if seed is None else {'seed': seed})}
-                p = {k: expand_env(v, f"{study.source}: {nb} parameter {k!r}") for k, v in p.items()}
+                p = {k: run_reference(v, preset, f"{study.source}: {nb} parameter {k!r}") if isinstance(v, dict)
+                     else expand_env(v, f"{study.source}: {nb} parameter {k!r}") for k, v in p.items()}
                 key = stable_id({'nb': nb, 'p': p})
                 if key not in seen: seen.add(key); out.append((nb, p))
     return out
@@ -203,6 +223,7 @@ def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=Fals
     out = []
     for i, (nb, p) in enumerate(runs):
         print(f"[{study.name} {i + 1}/{len(runs)}] {nb} {json.dumps(p, sort_keys=True)}", flush=True)
+        for v in p.values(): resolve_run_output(v, run_dir_for(nb, p, runs_dir).parent.parent)  # another run's output: that run must have finished
         out.append(run_notebook(nb, p, runs_dir, force, progress))
     return out
 

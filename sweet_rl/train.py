@@ -169,6 +169,7 @@ class SavedWeights:
     config_file, config_class = None, None  # set by the subclass, e.g. 'critic_config.json', CriticConfig
     def __init__(self, model, tokenizer, config, ref_model=None):
         self.model, self.tokenizer, self.config, self.ref_model = model, tokenizer, config, ref_model
+        self.saved_path = None  # the folder it was last saved to or loaded from (what a run records as its output)
 
     def trainable_state(self) -> dict:
         "The trained weights (what `save` writes)."
@@ -181,6 +182,7 @@ class SavedWeights:
         path = Path(path); path.mkdir(parents=True, exist_ok=True)
         save_file(self.trainable_state() if state is None else state, str(path / 'weights.safetensors'), metadata={'format': 'pt'})
         self.config.save(path / self.config_file)
+        self.saved_path = path
         return path
 
     @classmethod
@@ -196,4 +198,5 @@ class SavedWeights:
             raise ValueError(f"{path}: weights do not match the config (missing {sorted(want - set(state))[:3]}, "
                              f"unexpected {sorted(set(state) - want)[:3]})")
         obj.model.load_state_dict(state, strict=False)
+        obj.saved_path = path
         return obj
