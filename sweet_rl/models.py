@@ -826,11 +826,26 @@ def gather_logprobs(logits:torch.Tensor, # [..., V] next-token logits
 def _chunk_logprobs(head, hidden:torch.Tensor, targets:torch.Tensor) -> torch.Tensor:
     return gather_logprobs(head(hidden).float(), targets)
 
+def _right_padded_lengths(attention_mask:torch.Tensor|None) -> list[int]|None:
+    "Real tokens of each row when the batch is right-padded and some row is padded; else None."
+    if attention_mask is None or attention_mask.shape[0] < 2: return None
+    n = attention_mask.sum(1)
+    if int(n.min()) == attention_mask.shape[1]: return None  # nothing to skip
+    right = torch.arange(attention_mask.shape[1], device=attention_mask.device)[None] < n[:, None]
+    return n.tolist() if bool((attention_mask.bool() == right).all()) else None
+
 def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids
                    attention_mask:torch.Tensor|None=None, # [B, T], 1 for real tokens (right padding)
                    chunk_size:int=256, # positions projected to the vocabulary at a time
+                   unpad:bool|None=None, # run each row on its own real tokens (no work on padding); None: on a CPU outside distributed training
                   ) -> torch.Tensor:
-    "`out[b, t] = log p(input_ids[b, t] | input_ids[b, :t])` in float32, with `out[:, 0] = 0`."
+    "`out[b, t] = log p(input_ids[b, t] | input_ids[b, :t])` in float32, with `out[:, 0] = 0` (and 0 at padding when unpadded)."
+    if unpad is None:
+        unpad = input_ids.device.type == 'cpu' and not (torch.distributed.is_available() and torch.distributed.is_initialized())
+    if unpad and (lengths := _right_padded_lengths(attention_mask)) is not None:
+        T = input_ids.shape[1]
+        return torch.cat([F.pad(token_logprobs(model, input_ids[b:b + 1, :n], attention_mask[b:b + 1, :n], chunk_size, False), (0, T - n))
+                          for b, n in enumerate(lengths)])
     lm, targets = causal_lm(model), input_ids[:, 1:]
     if not _chunkable(lm):
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
