@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweet_rl.pipeline import ARTIFACTS, SCALES, STUDIES_DIR, Study, check_params, collect_study, expand_study, run_dir_for, run_study
+from sweet_rl.pipeline import ARTIFACTS, SCALES, STUDIES, STUDIES_DIR, Study, check_params, collect_study, expand_study, run_dir_for, run_study
 
 ROOT = Path(__file__).resolve().parents[1]
 # what the paper preset reads from the environment (tests/conftest.py's paper_cluster sets them to a fake cluster)
@@ -15,7 +15,7 @@ PAPER_ENV = ('SWEET_RL_MODELS', 'SWEET_RL_DATA', 'SWEET_RL_FRONTEND_DATA', 'SWEE
 @pytest.mark.parametrize('scale', SCALES)
 def test_committed_studies_check_at_every_scale(scale, paper_cluster):
     names = sorted(p.stem for p in STUDIES_DIR.glob('*.yaml') if p.stem != 'scales')  # every study, published or not yet
-    assert set(ARTIFACTS) <= set(names), names
+    assert set(ARTIFACTS) <= set(STUDIES) <= set(names), names  # reproduce runs STUDIES: every artifact's, and more
     for name in names:
         dirs = run_study(name, scale, dry_run=True)  # every run's parameters are declared and typed right
         study = Study.load(name)
@@ -61,7 +61,7 @@ def test_cli_dry_run_of_the_paper_preset(paper_cluster):
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
-    assert out['scale'] == 'paper' and set(out['runs']) == set(ARTIFACTS)
+    assert out['scale'] == 'paper' and set(out['runs']) == set(STUDIES)  # every study, those without paper-scale runs too
 
 
 def test_collect_choice_episodes_and_curves(tmp_path):
