@@ -16,9 +16,9 @@ from .render import win_rate
 # %% auto #0
 __all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'FIGURE_STYLE',
            'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'paired_difference_ci',
-           'load_run', 'task_rows', 'run_rows', 'markdown_table', 'select_runs', 'fmt_ci', 'compare_ci',
-           'paired_verdict', 'row_value', 'row_ci', 'row_tasks', 'describe_training', 'provenance', 'new_figure',
-           'save_figure']
+           'load_run', 'task_rows', 'run_wall_seconds', 'run_rows', 'markdown_table', 'select_runs', 'pending_runs',
+           'has_run', 'fmt_ci', 'compare_ci', 'paired_verdict', 'row_value', 'row_ci', 'row_tasks', 'describe_training',
+           'provenance', 'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -128,13 +128,21 @@ def task_rows(run_dir) -> pd.DataFrame:
              for label, f in _episodes(run).items()]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
+def run_wall_seconds(run_dir, notebook:str) -> float|None:
+    "Seconds the run's executed notebook took (papermill's record of its last execution; a resumed run's earlier sittings are not counted)."
+    path = Path(run_dir) / f'{notebook}.ipynb'
+    try: return float(json.loads(path.read_text())['metadata']['papermill']['duration'])
+    except (OSError, ValueError, KeyError, TypeError): return None  # not run through papermill, or still running
+
 def run_rows(run_dir, n_boot:int=2000, seed:int=0) -> list[dict]:
     "Table rows of a run: parameters, code version, and per episode label the outcomes' means and bootstrap intervals."
     run = load_run(run_dir)
     git = run['manifest'].get('git') or {}
     scalars = {f'metric.{k}': v for k, v in sorted(run['metrics'].items()) if isinstance(v, (int, float, str, bool)) and k != 'notebook'}
-    base = {'run': Path(run_dir).name, 'notebook': run['metrics'].get('notebook', ''), 'commit': git.get('commit'),
-            'dirty': git.get('dirty'), **{f'param.{k}': v for k, v in sorted(run['params'].items())}, **scalars}
+    nb = run['metrics'].get('notebook', '')
+    base = {'run': Path(run_dir).name, 'notebook': nb, 'commit': git.get('commit'), 'dirty': git.get('dirty'),
+            'wall_s': run_wall_seconds(run_dir, nb), 'device': (run['manifest'].get('device') or {}).get('device'),
+            **{f'param.{k}': v for k, v in sorted(run['params'].items())}, **scalars}
     eps = _episodes(run)
     if not eps: return [{**base, 'label': ''}]
     rows = []
@@ -172,6 +180,15 @@ def select_runs(table:pd.DataFrame, notebook:str, label:str|None=None, one:bool=
     if one and len(rows) != 1:
         raise ValueError(f"expected one {notebook} row with label={label!r}, {params}; found {len(rows)} (run the study, or tell seeds apart)")
     return rows
+
+def pending_runs(results_dir, study:str) -> pd.DataFrame:
+    "The runs of `study` that had not finished when it was collected (`collect_study(partial=True)`); empty when none."
+    path = Path(results_dir) / f'{study}_pending.csv'
+    return pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=['run', 'notebook'])
+
+def has_run(table:pd.DataFrame, notebook:str, **params) -> bool:
+    "Whether `table` (results or a pending list) holds a run of `notebook` with these parameter values; a parameter it lacks matches nothing."
+    return all(f'param.{k}' in table for k in params) and len(select_runs(table, notebook, one=False, **params)) > 0
 
 def fmt_ci(mean, lo=None, hi=None, decimals:int=1, scale:float=1.0) -> str:
     "`12.3 [8.1, 15.0]` (or `12.3` without an interval); '—' for a missing value."
@@ -222,12 +239,17 @@ def describe_training(row) -> str:
             + ("frontend rule, rewards at least 0.1 apart" if rule == 'frontend' else "backend rule, the best episode must succeed")
             + f"), {steps} optimizer steps")
 
-def provenance(table:pd.DataFrame) -> str:
-    "Where the numbers come from: scale, code version, number of runs, and the command that made them."
+def provenance(table:pd.DataFrame, pending:pd.DataFrame|None=None) -> str:
+    "Where the numbers come from: scale, code version, number of runs (and of runs still `pending`), and the command that made them."
     commits = sorted({f"{str(c)[:10]}{' (uncommitted changes)' if d else ''}" for c, d in zip(table['commit'], table['dirty'])})
     scales = sorted(set(table['scale'])) if 'scale' in table else ['?']
-    n = table['run'].nunique()
-    return (f"Scale `{', '.join(scales)}`, code {', '.join(commits)}, {n} run{'s' if n != 1 else ''}; made by "
+    n, waiting = table['run'].nunique(), [] if pending is None else list(pending['run'])
+    todo = f"; {len(waiting)} run{'s' if len(waiting) != 1 else ''} pending ({', '.join(waiting)})" if waiting else ''
+    runs = table.drop_duplicates('run')
+    wall = runs['wall_s'].dropna() if 'wall_s' in runs else pd.Series(dtype=float)  # tables collected before wall times were kept have none
+    devices = sorted(set(runs['device'].dropna())) if 'device' in runs else []
+    timed = (f", {wall.sum() / 3600:.1f} h of wall time for {len(wall)} of them" + (f" ({', '.join(devices)})" if devices else '')) if len(wall) else ''
+    return (f"Scale `{', '.join(scales)}`, code {', '.join(commits)}, {n} run{'s' if n != 1 else ''}{timed}{todo}; made by "
             f"`make reproduce SCALE={scales[0]}` (`python -m sweet_rl.pipeline reproduce --scale {scales[0]}`).")
 
 # %% ../nbs/14_evaluate.ipynb #75e1342f

@@ -231,12 +231,20 @@ def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=Fals
 def collect_study(study:Study|str, scale:str='smoke', runs_dir=None,
             results_dir=None, # where to write `<study>.csv`, `<study>_tasks.csv` (and `<study>_curves.csv`) (None: write nothing)
             allow_mixed_versions:bool=False, # accept runs made by different commits (or uncommitted trees), as a study with `mixed_versions: true` does
-            n_boot:int=2000, seed:int=0) -> pd.DataFrame:
+            n_boot:int=2000, seed:int=0,
+            partial:bool=False, # collect the finished runs of a study still running; the others go to `<study>_pending.csv`
+           ) -> pd.DataFrame:
     "One table of the study's finished runs: a row per run and episode label, bootstrap intervals over tasks."
     study = study if isinstance(study, Study) else Study.load(study)
-    dirs = [run_dir_for(nb, check_params(nb, p), runs_dir) for nb, p in expand_study(study, scale)]
-    missing = [str(d) for d in dirs if not (d / 'metrics.json').is_file()]
-    if missing: raise FileNotFoundError(f"{study.name}: {len(missing)} run_stage(s) not finished, e.g. {missing[0]}; run the study first")
+    runs = [(nb, check_params(nb, p)) for nb, p in expand_study(study, scale)]
+    every = [run_dir_for(nb, p, runs_dir) for nb, p in runs]
+    dirs = [d for d in every if (d / 'metrics.json').is_file()]
+    pending = [{'study': study.name, 'scale': scale, 'run': d.name, 'notebook': nb, **{f'param.{k}': v for k, v in sorted(p.items())}}
+               for (nb, p), d in zip(runs, every) if d not in dirs]
+    if pending and not partial: raise FileNotFoundError(
+        f"{study.name}: {len(pending)} run(s) not finished, e.g. {next(d for d in every if d not in dirs)}; "
+        "run the study first, or collect the finished ones with partial=True (`--partial`)")
+    if not dirs: raise FileNotFoundError(f"{study.name}: none of its {len(every)} runs at scale {scale!r} has finished; run the study first")
     rows = [r for d in dirs for r in run_rows(d, n_boot, seed)]
     table = pd.DataFrame(rows)
     versions = sorted({f"{r['commit']}{'+dirty' if r['dirty'] else ''}" for r in rows})
@@ -253,6 +261,9 @@ def collect_study(study:Study|str, scale:str='smoke', runs_dir=None,
         curves = [pd.DataFrame(c).assign(run=d.name) for d in dirs if (c := load_run(d)['metrics'].get('curve'))]
         if curves:  # runs whose metrics carry a training curve (a row per iteration): `<study>_curves.csv`
             atomic_write_text(results_dir / f'{study.name}_curves.csv', pd.concat(curves, ignore_index=True).to_csv(index=False, float_format='%.6g'))
+        pending_path = results_dir / f'{study.name}_pending.csv'  # the runs still to come, so a table can say 'pending', not '—'
+        if pending: atomic_write_text(pending_path, pd.DataFrame(pending).to_csv(index=False))
+        else: pending_path.unlink(missing_ok=True)
     return table
 
 # %% ../nbs/16_pipeline.ipynb #ed6a05b0
@@ -412,6 +423,7 @@ def main(argv:Sequence[str]|None=None):
         p.add_argument('--force', action='store_true'); p.add_argument('--dry-run', action='store_true')
         p.add_argument('--allow-mixed-versions', action='store_true')
     sub.choices['run'].add_argument('--part', help="i/n: only every n-th run from the i-th, to run n workers side by side")
+    sub.choices['collect'].add_argument('--partial', action='store_true', help="collect the finished runs; list the others in <study>_pending.csv")
     p = sub.add_parser('render'); p.add_argument('--results-dir'); p.add_argument('--figures-dir')
     p = sub.add_parser('readme'); p.add_argument('--figures-dir'); p.add_argument('--check', action='store_true')
     for name in ('archive', 'restore'): p = sub.add_parser(name); p.add_argument('--runs-dir')
@@ -425,7 +437,7 @@ def main(argv:Sequence[str]|None=None):
         part = tuple(int(x) for x in a.part.split('/')) if a.part else None
         for d in run_study(a.study, a.scale, a.runs_dir, a.force, dry_run=a.dry_run, part=part): print(d)
     elif a.cmd == 'collect':
-        t = collect_study(a.study, a.scale, a.runs_dir, a.results_dir or RESULTS_DIR, a.allow_mixed_versions)
+        t = collect_study(a.study, a.scale, a.runs_dir, a.results_dir or RESULTS_DIR, a.allow_mixed_versions, partial=a.partial)
         print(f"{len(t)} rows -> {Path(a.results_dir or RESULTS_DIR) / (Path(a.study).stem + '.csv')}")
     elif a.cmd in ('archive', 'restore'):
         files = (archive_runs if a.cmd == 'archive' else restore_runs)(a.runs_dir)
