@@ -206,10 +206,16 @@ def missing_paths(params:dict) -> list[str]:
 def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=False, progress:bool=True,
               dry_run:bool=False, # only check every run's parameters and local paths
               part:tuple[int, int]|None=None, # (i, n): only runs i, i + n, i + 2n, ... (1-based i), for n workers side by side
+              only:Sequence[str]|None=None, # run ids (as `status` lists them): only these runs, in this order
              ) -> list[Path]:
     "Run every run of the study at `scale` (finished ones are skipped); return their directories, in order."
     study = study if isinstance(study, Study) else Study.load(study)
     runs = expand_study(study, scale)
+    if only:
+        ids = {run_dir_for(nb, check_params(nb, p)).name: (nb, p) for nb, p in runs}
+        unknown = [x for x in only if x not in ids]
+        if unknown: raise ValueError(f"{study.name} at scale {scale} has no run {', '.join(unknown)}; its runs: {', '.join(ids)}")
+        runs = [ids[x] for x in only]
     if part is not None:
         i, n = part
         if not 1 <= i <= n: raise ValueError(f"part must be i/n with 1 <= i <= n, got {i}/{n}")
@@ -423,6 +429,7 @@ def main(argv:Sequence[str]|None=None):
         p.add_argument('--force', action='store_true'); p.add_argument('--dry-run', action='store_true')
         p.add_argument('--allow-mixed-versions', action='store_true')
     sub.choices['run'].add_argument('--part', help="i/n: only every n-th run from the i-th, to run n workers side by side")
+    sub.choices['run'].add_argument('--only', help="run ids, comma-separated (as `status` lists them): only these runs, in this order")
     sub.choices['collect'].add_argument('--partial', action='store_true', help="collect the finished runs; list the others in <study>_pending.csv")
     p = sub.add_parser('render'); p.add_argument('--results-dir'); p.add_argument('--figures-dir')
     p = sub.add_parser('readme'); p.add_argument('--figures-dir'); p.add_argument('--check', action='store_true')
@@ -435,7 +442,8 @@ def main(argv:Sequence[str]|None=None):
     a = ap.parse_args(argv)
     if a.cmd == 'run':
         part = tuple(int(x) for x in a.part.split('/')) if a.part else None
-        for d in run_study(a.study, a.scale, a.runs_dir, a.force, dry_run=a.dry_run, part=part): print(d)
+        only = a.only.split(',') if a.only else None
+        for d in run_study(a.study, a.scale, a.runs_dir, a.force, dry_run=a.dry_run, part=part, only=only): print(d)
     elif a.cmd == 'collect':
         t = collect_study(a.study, a.scale, a.runs_dir, a.results_dir or RESULTS_DIR, a.allow_mixed_versions, partial=a.partial)
         print(f"{len(t)} rows -> {Path(a.results_dir or RESULTS_DIR) / (Path(a.study).stem + '.csv')}")
