@@ -25,9 +25,9 @@ from .rollout import score_list, scorer_label
 
 # %% auto #0
 __all__ = ['METHODS', 'ActorConfig', 'CandidateConfig', 'actor_prompt', 'actor_conversation', 'offline_turns',
-           'sample_candidates', 'score_turns', 'rank_pairs', 'sweet_pairs', 'completion_ids', 'turn_pair_ids',
-           'rft_examples', 'mtdpo_examples', 'conversation_lengths', 'ActorCollator', 'ActorTrainer', 'pair_margins',
-           'Actor', 'train_actor']
+           'sample_candidates', 'missing_scores', 'score_turns', 'rank_pairs', 'sweet_pairs', 'completion_ids',
+           'turn_pair_ids', 'rft_examples', 'mtdpo_examples', 'conversation_lengths', 'ActorCollator', 'ActorTrainer',
+           'pair_margins', 'Actor', 'train_actor']
 
 # %% ../nbs/13_actor.ipynb #9e3a4897
 METHODS = ('sweet', 'rft', 'mtdpo')
@@ -134,6 +134,11 @@ def sample_candidates(policy, # generation backend of the current policy (`Trans
             if store is not None: store.append(rec)
             done[rid] = rec; bar.update(1)
     return [done[i] for i in ids]
+
+def missing_scores(records:Sequence[dict], out_path, tag:str) -> int:
+    "How many of `records` the scores store `out_path` has no scores for under `tag` (0: `score_turns` needs no scorer)."
+    done = {r['id'] for r in JsonlStore(out_path)} if Path(out_path).is_file() else set()
+    return sum(stable_id({'record': r['id'], 'scorer': tag}) not in done for r in records)
 
 def score_turns(scorer, # anything with `.score(task, history, candidates)` (`CriticScorer`, `JudgeScorer`, ...)
                 records:Sequence[dict], # from `sample_candidates`

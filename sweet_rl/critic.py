@@ -28,7 +28,7 @@ __all__ = ['NORMALIZATIONS', 'PAIR_RULES', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_IN
            'encode_critic_inputs', 'critic_logprobs', 'ranking_normalization', 'candidate_inputs', 'CriticConfig',
            'backbone_decoder', 'pool_turns', 'HeadModel', 'CriticCollator', 'pair_loss', 'CriticTrainer',
            'training_examples', 'TrajectoryScoring', 'Critic', 'train_critic', 'synthetic_trajectories',
-           'shared_critic']
+           'shared_critic_dir', 'shared_critic']
 
 # %% ../nbs/10_critic.ipynb #a612ea40
 NORMALIZATIONS = ('paper', 'release', 'none')
@@ -546,11 +546,16 @@ def synthetic_trajectories(n_tasks:int=16, # tasks, two trajectories each (one s
     return out
 
 # %% ../nbs/10_critic.ipynb #c1706b6d
+def shared_critic_dir(config:CriticConfig, trajectories:Sequence, pair_config:PairConfig|None=None, max_steps:int=-1,
+                      runs_dir=None) -> Path:
+    "The shared folder of this critic (config, pairs, steps, trajectories), whether or not it is trained yet (`critic/` in it once it is)."
+    what = {'config': config.to_dict(), 'pairs': (pair_config or PairConfig()).to_dict(), 'max_steps': max_steps,
+            'trajectories': stable_id([as_record(t) for t in trajectories]), 'n_trajectories': len(trajectories)}
+    return artifact_dir('critic', what, runs_dir)
+
 def shared_critic(config:CriticConfig, trajectories:Sequence, pair_config:PairConfig|None=None, max_steps:int=-1,
                   runs_dir=None, # root of `runs/` (default: the repository's)
                   progress:bool=False) -> Critic:
-    "`train_critic` in the shared folder of this critic (config, pairs, steps, trajectories): trained once, then loaded."
-    what = {'config': config.to_dict(), 'pairs': (pair_config or PairConfig()).to_dict(), 'max_steps': max_steps,
-            'trajectories': stable_id([as_record(t) for t in trajectories]), 'n_trajectories': len(trajectories)}
-    folder = artifact_dir('critic', what, runs_dir)
+    "`train_critic` in the shared folder of this critic (`shared_critic_dir`): trained once, then loaded."
+    folder = shared_critic_dir(config, trajectories, pair_config, max_steps, runs_dir)
     return train_critic(config, trajectories, folder, pair_config=pair_config, max_steps=max_steps, progress=progress)

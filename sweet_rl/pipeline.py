@@ -326,9 +326,9 @@ def _portable(folder:Path, max_bytes:int) -> list[Path]:
                   and 'checkpoints' not in p.relative_to(folder).parts and not p.name.startswith('.'))
 
 def _archivable(runs_dir:Path) -> list[Path]:
-    "Finished run folders (with metrics.json) and the shared rollouts and candidates stores under `runs_dir`."
+    "Finished run folders (with metrics.json) and the shared rollouts, candidates and scores stores under `runs_dir`."
     finished = [p.parent for p in runs_dir.glob('*/*/metrics.json') if p.parent.parent.name not in ('shared', 'artifacts')]
-    shared = [p for kind in ('rollouts', 'candidates') for p in (runs_dir / 'shared' / kind).glob('*') if p.is_dir()]
+    shared = [p for kind in ('rollouts', 'candidates', 'scores') for p in (runs_dir / 'shared' / kind).glob('*') if p.is_dir()]
     return sorted(finished + shared)
 
 def archive_runs(runs_dir=None, archive_dir=None, max_bytes:int=5_000_000) -> list[Path]:
