@@ -135,10 +135,12 @@ def sample_candidates(policy, # generation backend of the current policy (`Trans
             done[rid] = rec; bar.update(1)
     return [done[i] for i in ids]
 
+def _score_id(record:dict, label:str) -> str: return stable_id({'record': record['id'], 'scorer': label})
+
 def missing_scores(records:Sequence[dict], out_path, tag:str) -> int:
     "How many of `records` the scores store `out_path` has no scores for under `tag` (0: `score_turns` needs no scorer)."
     done = {r['id'] for r in JsonlStore(out_path)} if Path(out_path).is_file() else set()
-    return sum(stable_id({'record': r['id'], 'scorer': tag}) not in done for r in records)
+    return sum(_score_id(r, tag) not in done for r in records)
 
 def score_turns(scorer, # anything with `.score(task, history, candidates)` (`CriticScorer`, `JudgeScorer`, ...)
                 records:Sequence[dict], # from `sample_candidates`
@@ -150,7 +152,7 @@ def score_turns(scorer, # anything with `.score(task, history, candidates)` (`Cr
     label = tag or scorer_label(scorer)
     store = JsonlStore(out_path) if out_path else None
     done = {r['id']: r['scores'] for r in store} if store is not None else {}
-    ids = [stable_id({'record': r['id'], 'scorer': label}) for r in records]
+    ids = [_score_id(r, label) for r in records]
     with tqdm(total=len(ids), initial=sum(i in done for i in ids), desc='scoring', disable=not progress) as bar:
         for sid, r in zip(ids, records):
             if sid in done: continue

@@ -248,7 +248,7 @@ def collect_study(study:Study|str, scale:str='smoke', runs_dir=None,
     pending = [{'study': study.name, 'scale': scale, 'run': d.name, 'notebook': nb, **{f'param.{k}': v for k, v in sorted(p.items())}}
                for (nb, p), d in zip(runs, every) if d not in dirs]
     if pending and not partial: raise FileNotFoundError(
-        f"{study.name}: {len(pending)} run(s) not finished, e.g. {next(d for d in every if d not in dirs)}; "
+        f"{study.name}: {len(pending)} run(s) not finished, e.g. {pending[0]['notebook']}/{pending[0]['run']}; "
         "run the study first, or collect the finished ones with partial=True (`--partial`)")
     if not dirs: raise FileNotFoundError(f"{study.name}: none of its {len(every)} runs at scale {scale!r} has finished; run the study first")
     rows = [r for d in dirs for r in run_rows(d, n_boot, seed)]
