@@ -18,7 +18,7 @@ from .data import chat_message
 from .models import (LORA_TARGETS, SamplingParams, TransformersBackend, add_lora, encode_conversations, end_of_turn_ids,
                              generation_prompt_ids, load_model)
 from .data import as_record
-from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, checkpoint_activations, list_checkpoints, example_lengths,
+from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, checkpoint_activations, list_checkpoints, example_lengths,
                             frozen_reference, policy_logprobs, training_arguments, within_length, write_results)
 from .critic import PairConfig, agent_nll, is_success, make_pairs, pair_loss
 from .rollout import score_list, scorer_label
@@ -53,6 +53,7 @@ class ActorConfig(Config):
     max_length:int|None=None # training skips (and reports) longer pairs or conversations (None: no limit; release: 8192)
     gradient_checkpointing:bool=False # recompute activations in the backward pass (long dialogues on large models)
     save_steps:int=50
+    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time (one process; None: save_steps only)
     save_total_limit:int=2
     logging_steps:int=1
     seed:int=0
@@ -359,6 +360,7 @@ def train_actor(config:ActorConfig, # the policy, the method and its hyperparame
         trainer = ActorTrainer(model=actor.model, args=args, train_dataset=ExampleDataset(examples), processing_class=actor.tokenizer,
                                data_collator=ActorCollator(actor.tokenizer, config.max_length), config=config,
                                ref_model=actor.ref_model)
+    trainer.add_callback(TimedCheckpoints(config.save_minutes))
     actor.model.train()
     last = list_checkpoints(ckpt) if resume else []
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)

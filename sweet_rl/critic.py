@@ -17,7 +17,7 @@ from .core import Config, artifact_dir, seed_everything, stable_id
 from .data import as_record, detect_kind, dialogue_turns
 from .models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, load_model,
                              per_turn, token_logprobs)
-from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, checkpoint_activations, list_checkpoints,
+from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, checkpoint_activations, list_checkpoints,
                             example_lengths, frozen_reference, is_sharded, policy_logprobs, training_arguments,
                             within_length, write_results)
 
@@ -272,6 +272,7 @@ class CriticConfig(Config):
     weight_decay:float=0.0
     max_length:int|None=4096 # training skips (and reports) examples whose critic input is longer (None: no limit; release: 8192)
     save_steps:int=50
+    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time (one process; None: save_steps only)
     save_total_limit:int=2
     logging_steps:int=1
     seed:int=0
@@ -505,7 +506,7 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
     if config.gradient_checkpointing: checkpoint_activations(critic.model)
     trainer = critic.trainer_class(model=critic.model, args=args, train_dataset=ExampleDataset(examples),
                                    data_collator=critic.collator(), processing_class=critic.tokenizer,
-                                   config=config, ref_model=critic.ref_model)
+                                   config=config, ref_model=critic.ref_model, callbacks=[TimedCheckpoints(config.save_minutes)])
     last = list_checkpoints(out_dir / 'checkpoints') if resume else []
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
     critic.model.eval()
@@ -549,7 +550,8 @@ def synthetic_trajectories(n_tasks:int=16, # tasks, two trajectories each (one s
 def shared_critic_dir(config:CriticConfig, trajectories:Sequence, pair_config:PairConfig|None=None, max_steps:int=-1,
                       runs_dir=None) -> Path:
     "The shared folder of this critic (config, pairs, steps, trajectories), whether or not it is trained yet (`critic/` in it once it is)."
-    what = {'config': config.to_dict(), 'pairs': (pair_config or PairConfig()).to_dict(), 'max_steps': max_steps,
+    kept = {k: v for k, v in config.to_dict().items() if k != 'save_minutes'}  # when to checkpoint does not change the critic
+    what = {'config': kept, 'pairs': (pair_config or PairConfig()).to_dict(), 'max_steps': max_steps,
             'trajectories': stable_id([as_record(t) for t in trajectories]), 'n_trajectories': len(trajectories)}
     return artifact_dir('critic', what, runs_dir)
 

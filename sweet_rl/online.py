@@ -16,7 +16,7 @@ from fastcore.basics import patch
 from .core import Config, JsonlStore, atomic_write_text, seed_everything, stable_id
 from .models import TransformersBackend, add_lora, encode_conversations, load_model, token_logprobs, LORA_TARGETS
 from .rollout import RolloutConfig, env_factory, run_rollouts
-from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, checkpoint_activations, frozen_reference,
+from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, checkpoint_activations, frozen_reference,
                             list_checkpoints, policy_logprobs, training_arguments, write_results)
 
 # %% auto #0
@@ -192,6 +192,7 @@ class MTGRPOConfig(Config):
     dtype:str='auto' # 'auto', 'float32', 'bfloat16'
     gradient_checkpointing:bool=False # recompute activations in the backward pass
     save_steps:int=50 # checkpoint every this many steps (a run resumes from the last)
+    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time (one process; None: save_steps only)
     save_total_limit:int=2
     logging_steps:int=1
     save_episodes:bool=True # write every episode of process 0 to `episodes.jsonl` in the run folder
@@ -464,7 +465,8 @@ def train_mtgrpo(config:MTGRPOConfig, # the method, the policy and the setting
     if config.gradient_checkpointing: checkpoint_activations(policy.model)
     trainer = MTGRPOTrainer(model=policy.model, args=args, train_dataset=data, data_collator=PromptCollator(),
                             processing_class=policy.tokenizer, config=config, ref_model=policy.ref_model,
-                            make_env=setting.make_env, rewards=setting.rewards, run_dir=out_dir, callbacks=[_StopAfter()])
+                            make_env=setting.make_env, rewards=setting.rewards, run_dir=out_dir,
+                            callbacks=[_StopAfter(), TimedCheckpoints(config.save_minutes)])
     policy.model.train()
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
     policy.model.eval()

@@ -4,22 +4,22 @@
 
 # %% ../nbs/09_train.ipynb #98c33643
 from __future__ import annotations
-import json, warnings
+import json, time, warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
 import torch
 import torch.nn.functional as F
-from transformers import Trainer
+from transformers import Trainer, TrainerCallback
 
 from .core import atomic_write_text, write_jsonl
 from .models import causal_lm, gather_logprobs, token_logprobs
 
 # %% auto #0
 __all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'policy_logprobs', 'trainable_state', 'ObjectiveTrainer',
-           'training_arguments', 'list_checkpoints', 'write_results', 'checkpoint_activations', 'example_lengths',
-           'within_length', 'ExampleDataset', 'SavedWeights']
+           'training_arguments', 'list_checkpoints', 'TimedCheckpoints', 'write_results', 'checkpoint_activations',
+           'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights']
 
 # %% ../nbs/09_train.ipynb #7ffe3de4
 def unwrap_model(model):
@@ -112,6 +112,19 @@ def training_arguments(config, # a config with the usual fields: batch_size, gra
 
 def list_checkpoints(folder:Path) -> list[Path]:
     return sorted(folder.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[-1])) if folder.is_dir() else []
+
+class TimedCheckpoints(TrainerCallback):
+    "Also checkpoint after the first step that ends `minutes` or more after the last checkpoint (or the start of training)."
+    def __init__(self, minutes:float|None, # None: step-count checkpoints (`save_steps`) only
+                 clock=time.monotonic):
+        if minutes is not None and not minutes > 0: raise ValueError(f"save_minutes must be positive or None, got {minutes!r}")
+        self.seconds, self.clock, self.last = None if minutes is None else 60 * minutes, clock, None
+    def on_train_begin(self, args, state, control, **kwargs): self.last = self.clock()
+    def on_save(self, args, state, control, **kwargs): self.last = self.clock()
+    def on_step_end(self, args, state, control, **kwargs):
+        # one process only: several processes must agree on when to save (a collective under ZeRO-3 / FSDP), and their clocks need not
+        if self.seconds is not None and args.world_size == 1 and self.clock() - self.last >= self.seconds: control.should_save = True
+        return control
 
 def write_results(trainer, module, # the trained model, unwrapped
                    out_dir:Path, save, # `save(state)` writes the trained weights
