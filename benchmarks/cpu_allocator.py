@@ -20,20 +20,15 @@ per step, and the ratio of each variant's step time to `default` measured in the
 import argparse, json, os, platform, resource, statistics, subprocess, sys, time
 from pathlib import Path
 
+from sweet_rl.pipeline import system_library
+
 LIBS = {'jemalloc': 'libjemalloc.so.2', 'tcmalloc': 'libtcmalloc_minimal.so.4'}
-LIB_DIRS = ('/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib')
-
-
-def find_lib(name:str) -> str|None:
-    return next((str(Path(d) / name) for d in LIB_DIRS if (Path(d) / name).is_file()), None)
-
-
 def variant_env(variant:str) -> dict|None:
     "The environment of a variant's process, or None when its allocator is not installed."
     env = {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'THP_MEM_ALLOC_ENABLE')}
     if variant == 'thp': env['THP_MEM_ALLOC_ENABLE'] = '1'
     elif variant in LIBS:
-        lib = find_lib(LIBS[variant])
+        lib = system_library(LIBS[variant])
         if lib is None: return None
         env['LD_PRELOAD'] = lib
     return env

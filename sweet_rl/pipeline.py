@@ -4,7 +4,8 @@
 
 # %% ../nbs/16_pipeline.ipynb #5b74cd2d
 from __future__ import annotations
-import argparse, ast, copy, difflib, itertools, json, sys
+import argparse, ast, copy, difflib, itertools, json, os, sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -17,10 +18,11 @@ from .evaluate import load_run, run_rows, task_rows
 
 # %% auto #0
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
-           'ARTIFACTS', 'STUDIES', 'README_START', 'README_END', 'notebook_path', 'notebook_parameters', 'check_params',
-           'is_finished', 'run_notebook', 'Study', 'load_scales', 'run_reference', 'expand_study', 'missing_paths',
-           'run_study', 'collect_study', 'render_artifacts', 'readme_section', 'update_readme', 'model_label',
-           'archive_runs', 'restore_runs', 'study_status', 'plan_training', 'reproduce', 'main']
+           'LIB_DIRS', 'ARTIFACTS', 'STUDIES', 'README_START', 'README_END', 'notebook_path', 'notebook_parameters',
+           'check_params', 'is_finished', 'system_library', 'kernel_allocator', 'preloaded', 'run_notebook', 'Study',
+           'load_scales', 'run_reference', 'expand_study', 'missing_paths', 'run_study', 'collect_study',
+           'render_artifacts', 'readme_section', 'update_readme', 'model_label', 'archive_runs', 'restore_runs',
+           'study_status', 'plan_training', 'reproduce', 'main']
 
 # %% ../nbs/16_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
@@ -77,6 +79,28 @@ def is_finished(run_dir, full_params:dict) -> bool:
     drop = lambda d: {k: v for k, v in d.items() if k != 'out_dir'}
     return (run_dir / 'metrics.json').is_file() and drop(saved) == drop(full_params)
 
+LIB_DIRS = ('/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib')
+
+def system_library(name:str) -> str|None:
+    "Path of a shared library installed by the system's package manager (e.g. 'libtcmalloc_minimal.so.4'), or None."
+    return next((str(Path(d) / name) for d in LIB_DIRS if (Path(d) / name).is_file()), None)
+
+def kernel_allocator() -> str|None:
+    "The allocator notebook kernels preload: tcmalloc where installed (CPU training steps take 0.75x the time), unless `SWEET_RL_ALLOCATOR=system`."
+    choice = os.environ.get('SWEET_RL_ALLOCATOR', 'tcmalloc')
+    if choice not in ('tcmalloc', 'system'): raise ValueError(f"SWEET_RL_ALLOCATOR must be 'tcmalloc' or 'system', got {choice!r}")
+    return system_library('libtcmalloc_minimal.so.4') if choice == 'tcmalloc' and sys.platform == 'linux' else None
+
+@contextmanager
+def preloaded(lib:str|None):
+    "While the block runs, `LD_PRELOAD` also names `lib` (when given): processes started inside, such as a notebook's kernel, load it."
+    old = os.environ.get('LD_PRELOAD')
+    if lib and lib not in (old or '').split(): os.environ['LD_PRELOAD'] = ' '.join(filter(None, [old, lib]))
+    try: yield
+    finally:
+        if old is None: os.environ.pop('LD_PRELOAD', None)
+        else: os.environ['LD_PRELOAD'] = old
+
 def run_notebook(notebook, # name in `nbs/` or `nbs/paper/`, or a path
                  params:dict|None=None, # parameters to set (checked against the notebook's declaration)
                  runs_dir=None, # root of the run directories (default `runs/`)
@@ -91,8 +115,9 @@ def run_notebook(notebook, # name in `nbs/` or `nbs/paper/`, or a path
     if not force and is_finished(out, full): return out
     out.mkdir(parents=True, exist_ok=True)
     try:
-        papermill.execute_notebook(str(nb), str(out / nb.name), parameters={**full, 'out_dir': str(out)}, cwd=str(nb.parent),
-                                   progress_bar=progress, log_output=False)
+        with preloaded(kernel_allocator()):  # benchmarks/cpu_allocator.py: glibc malloc page-faults every step's activations anew
+            papermill.execute_notebook(str(nb), str(out / nb.name), parameters={**full, 'out_dir': str(out)}, cwd=str(nb.parent),
+                                       progress_bar=progress, log_output=False)
     except papermill.PapermillExecutionError as e:
         raise RuntimeError(f"{nb.name} failed in {out} ({e.ename}: {e.evalue}); the executed notebook is {out / nb.name}") from None
     missing = [f for f in ('params.json', 'metrics.json', 'manifest.json') if not (out / f).is_file()]
