@@ -81,9 +81,9 @@ def is_finished(run_dir, full_params:dict) -> bool:
 
 LIB_DIRS = ('/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib')
 
-def system_library(name:str) -> str|None:
+def system_library(name:str, dirs=LIB_DIRS) -> str|None:
     "Path of a shared library installed by the system's package manager (e.g. 'libtcmalloc_minimal.so.4'), or None."
-    return next((str(Path(d) / name) for d in LIB_DIRS if (Path(d) / name).is_file()), None)
+    return next((str(Path(d) / name) for d in dirs if (Path(d) / name).is_file()), None)
 
 def kernel_allocator() -> str|None:
     "The allocator notebook kernels preload: tcmalloc where installed (CPU training steps take 0.75x the time), unless `SWEET_RL_ALLOCATOR=system`."
