@@ -10,15 +10,15 @@ from typing import Sequence
 
 import pandas as pd
 
-from .core import atomic_write_text, read_jsonl, stable_id
+from .core import JsonlStore, atomic_write_text, read_jsonl, stable_id
 from .render import win_rate
 
 # %% auto #0
 __all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'FIGURE_STYLE',
            'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'paired_difference_ci',
-           'load_run', 'task_rows', 'run_wall_seconds', 'run_rows', 'markdown_table', 'select_runs', 'pending_runs',
-           'has_run', 'fmt_ci', 'compare_ci', 'paired_verdict', 'row_value', 'row_ci', 'row_tasks', 'describe_training',
-           'provenance', 'new_figure', 'save_figure']
+           'candidate_rewards', 'ranking_check', 'load_run', 'task_rows', 'run_wall_seconds', 'run_rows',
+           'markdown_table', 'select_runs', 'pending_runs', 'has_run', 'fmt_ci', 'compare_ci', 'paired_verdict',
+           'row_value', 'row_ci', 'row_tasks', 'describe_training', 'provenance', 'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -103,6 +103,72 @@ def paired_difference_ci(mine:pd.DataFrame, theirs:pd.DataFrame, # `task_outcome
     both = mine[['task_id', metric]].merge(theirs[['task_id', metric]], on='task_id', suffixes=('_a', '_b'))
     if both.empty: raise ValueError("the two runs share no task")
     return (*bootstrap_ci(list(both[f'{metric}_a'] - both[f'{metric}_b']), n_boot, seed=seed), len(both))
+
+# %% ../nbs/14_evaluate.ipynb #f6ed7b58
+def _candidate_text(c) -> str:
+    "A candidate's text: a string, or an assistant message (dict with `content`)."
+    return c if isinstance(c, str) else c['content']
+
+def candidate_rewards(records:Sequence[dict], # from `sweet_rl.actor.sample_candidates`, backend tasks
+                      out_path=None, # JSONL to append to and resume from (one line per record)
+                      timeout:float=1.0, # seconds per test, as the evaluator
+                      chunk:int=32, # records per batch of sandboxes (each batch is stored before the next starts)
+                     ) -> list[list]:
+    "Tests passed (0-1) by each candidate that is a final answer, `None` for the others (questions); sandboxed, stored by record."
+    from sweet_rl.envs.backend import ANSWER_MARK, BackendTask, evaluate_batch
+    for r in records:
+        if not isinstance(r.get('task'), dict) or 'test_cases' not in r['task']:
+            raise ValueError(f"candidate_rewards runs unit tests, so it needs backend tasks; record {r.get('id')!r} has none")
+    store = JsonlStore(out_path) if out_path else None
+    done = {x['id']: x['rewards'] for x in store} if store is not None else {}
+    todo = [r for r in records if r['id'] not in done]
+    for s in range(0, len(todo), chunk):
+        part = todo[s:s + chunk]
+        jobs = [(r, j) for r in part for j, c in enumerate(r['candidates']) if ANSWER_MARK in _candidate_text(c)]
+        verdicts = evaluate_batch([BackendTask.from_dict(r['task']) for r, _ in jobs],
+                                  [_candidate_text(r['candidates'][j]) for r, j in jobs], timeout=timeout) if jobs else []
+        got = {(r['id'], j): v.tests_passed for (r, j), v in zip(jobs, verdicts)}
+        for r in part:
+            done[r['id']] = [got.get((r['id'], j)) for j in range(len(r['candidates']))]
+            if store is not None: store.append({'id': r['id'], 'rewards': done[r['id']]})
+    return [done[r['id']] for r in records]
+
+def _order(a:float, b:float) -> float: return 1.0 if a > b else 0.5 if a == b else 0.0
+
+def _state_shares(per_state:list, n_boot:int, seed:int, prefix:str) -> dict:
+    "Pairs, states and the mean over states of each state's share (with its bootstrap interval over states)."
+    kept = [v for v in per_state if v]
+    mean, lo, hi = bootstrap_ci([statistics.fmean(v) for v in kept], n_boot, seed=seed) if kept else (None, None, None)
+    return {f'{prefix}_pairs': sum(map(len, kept)), f'{prefix}_states': len(kept), prefix: mean, f'{prefix}_lo': lo, f'{prefix}_hi': hi}
+
+def ranking_check(records:Sequence[dict], # from `sample_candidates`
+                  scores:Sequence[Sequence[float]], # one score per candidate (`score_turns`)
+                  rewards:Sequence[Sequence], # `candidate_rewards`: tests passed by answers, None for questions
+                  pairs:Sequence[dict]|None=None, # the `sweet_pairs` rows trained on (with `turn_id`), to say what they teach
+                  n_boot:int=2000, seed:int=0) -> dict:
+    "How the scores order candidates where the tests can judge (answer pairs), how they weigh asking against answering, and what the pairs teach."
+    if not len(records) == len(scores) == len(rewards): raise ValueError(f"{len(records)} records, {len(scores)} score lists, {len(rewards)} reward lists")
+    answer, ask, n_answers, n_passing = [], [], 0, 0
+    for rec, sc, rw in zip(records, scores, rewards):
+        if len(sc) != len(rec['candidates']) or len(rw) != len(rec['candidates']):
+            raise ValueError(f"record {rec['id']}: {len(rec['candidates'])} candidates, {len(sc)} scores, {len(rw)} rewards")
+        ans = [i for i, x in enumerate(rw) if x is not None]
+        n_answers += len(ans); n_passing += sum(rw[i] > 0 for i in ans)
+        answer.append([_order(sc[a], sc[b]) if rw[a] > rw[b] else _order(sc[b], sc[a])
+                       for k, a in enumerate(ans) for b in ans[k + 1:] if rw[a] != rw[b]])
+        ask.append([_order(sc[q], sc[a]) for q, x in enumerate(rw) if x is None for a in ans])
+    out = {'states': len(records), 'answer_candidates': n_answers, 'answers_passing_any': n_passing,
+           **_state_shares(answer, n_boot, seed, 'answer_agreement'), **_state_shares(ask, n_boot, seed, 'ask_preference')}
+    if pairs is not None:
+        reward_of = {(rec['turn_id'], _candidate_text(c)): x for rec, rw in zip(records, rewards) for c, x in zip(rec['candidates'], rw)}
+        kinds = dict.fromkeys(('ask_over_answer', 'answer_over_ask', 'ask_over_ask', 'answer_over_answer',
+                               'better_answer', 'worse_answer'), 0)
+        for p in pairs:
+            c, r = (reward_of[(p['turn_id'], _candidate_text(p[k][-1] if isinstance(p[k], list) else p[k]))] for k in ('chosen', 'rejected'))
+            kinds[f"{'ask' if c is None else 'answer'}_over_{'ask' if r is None else 'answer'}"] += 1
+            if c is not None and r is not None and c != r: kinds['better_answer' if c > r else 'worse_answer'] += 1
+        out |= {'taught_pairs': len(pairs), **{f'taught_{k}': v for k, v in kinds.items()}}
+    return out
 
 # %% ../nbs/14_evaluate.ipynb #e50ef939
 def load_run(run_dir) -> dict:

@@ -47,3 +47,6 @@ def test_training_through_accelerate_launch(tmp_path, tiny_lm):
         assert (out / stage / stage.split('_')[0] / 'weights.safetensors').is_file()
     m = json.loads((out / 'metrics.json').read_text())
     assert m['method'] == 'sweet' and m['train_steps'] == 1 and m['trained']['n_episodes'] == 2
+    # the critic's pairs checked against the unit tests (backend): every pair trained on is classified, every state counted
+    assert m['critic_taught_pairs'] == m['n_examples'] and m['critic_states'] >= 1, m
+    assert json.loads((out / 'critic_check.json').read_text())['taught_pairs'] == m['n_examples']
