@@ -114,7 +114,7 @@ def candidate_rewards(records:Sequence[dict], # from `sweet_rl.actor.sample_cand
                       timeout:float=1.0, # seconds per test, as the evaluator
                       chunk:int=32, # records per batch of sandboxes (each batch is stored before the next starts)
                      ) -> list[list]:
-    "Tests passed (0-1) by each candidate that is a final answer, `None` for the others (questions); sandboxed, stored by record."
+    "Tests passed (0-1) by each candidate that is a final answer, `None` for the others (they go on with the dialogue); sandboxed, stored by record."
     from sweet_rl.envs.backend import ANSWER_MARK, BackendTask, evaluate_batch
     for r in records:
         if not isinstance(r.get('task'), dict) or 'test_cases' not in r['task']:
@@ -143,12 +143,12 @@ def _state_shares(per_state:list, n_boot:int, seed:int, prefix:str) -> dict:
 
 def ranking_check(records:Sequence[dict], # from `sample_candidates`
                   scores:Sequence[Sequence[float]], # one score per candidate (`score_turns`)
-                  rewards:Sequence[Sequence], # `candidate_rewards`: tests passed by answers, None for questions
+                  rewards:Sequence[Sequence], # `candidate_rewards`: tests passed by answers, None for the other messages
                   pairs:Sequence[dict]|None=None, # the `sweet_pairs` rows trained on (with `turn_id`), to say what they teach
                   n_boot:int=2000, seed:int=0) -> dict:
-    "How the scores order candidates where the tests can judge (answer pairs), how they weigh asking against answering, and what the pairs teach."
+    "How the scores order candidates where the tests can judge (answer pairs), how they weigh going on against answering, and what the pairs teach."
     if not len(records) == len(scores) == len(rewards): raise ValueError(f"{len(records)} records, {len(scores)} score lists, {len(rewards)} reward lists")
-    answer, ask, n_answers, n_passing = [], [], 0, 0
+    answer, going, n_answers, n_passing = [], [], 0, 0
     for rec, sc, rw in zip(records, scores, rewards):
         if len(sc) != len(rec['candidates']) or len(rw) != len(rec['candidates']):
             raise ValueError(f"record {rec['id']}: {len(rec['candidates'])} candidates, {len(sc)} scores, {len(rw)} rewards")
@@ -156,16 +156,16 @@ def ranking_check(records:Sequence[dict], # from `sample_candidates`
         n_answers += len(ans); n_passing += sum(rw[i] > 0 for i in ans)
         answer.append([_order(sc[a], sc[b]) if rw[a] > rw[b] else _order(sc[b], sc[a])
                        for k, a in enumerate(ans) for b in ans[k + 1:] if rw[a] != rw[b]])
-        ask.append([_order(sc[q], sc[a]) for q, x in enumerate(rw) if x is None for a in ans])
+        going.append([_order(sc[q], sc[a]) for q, x in enumerate(rw) if x is None for a in ans])
     out = {'states': len(records), 'answer_candidates': n_answers, 'answers_passing_any': n_passing,
-           **_state_shares(answer, n_boot, seed, 'answer_agreement'), **_state_shares(ask, n_boot, seed, 'ask_preference')}
+           **_state_shares(answer, n_boot, seed, 'answer_agreement'), **_state_shares(going, n_boot, seed, 'continue_preference')}
     if pairs is not None:
         reward_of = {(rec['turn_id'], _candidate_text(c)): x for rec, rw in zip(records, rewards) for c, x in zip(rec['candidates'], rw)}
-        kinds = dict.fromkeys(('ask_over_answer', 'answer_over_ask', 'ask_over_ask', 'answer_over_answer',
+        kinds = dict.fromkeys(('continue_over_answer', 'answer_over_continue', 'continue_over_continue', 'answer_over_answer',
                                'better_answer', 'worse_answer'), 0)
         for p in pairs:
             c, r = (reward_of[(p['turn_id'], _candidate_text(p[k][-1] if isinstance(p[k], list) else p[k]))] for k in ('chosen', 'rejected'))
-            kinds[f"{'ask' if c is None else 'answer'}_over_{'ask' if r is None else 'answer'}"] += 1
+            kinds[f"{'continue' if c is None else 'answer'}_over_{'continue' if r is None else 'answer'}"] += 1
             if c is not None and r is not None and c != r: kinds['better_answer' if c > r else 'worse_answer'] += 1
         out |= {'taught_pairs': len(pairs), **{f'taught_{k}': v for k, v in kinds.items()}}
     return out
