@@ -14,11 +14,12 @@ from .core import JsonlStore, atomic_write_text, read_jsonl, stable_id
 from .render import win_rate
 
 # %% auto #0
-__all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'FIGURE_STYLE',
-           'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci', 'win_rate_ci', 'paired_difference_ci',
-           'candidate_rewards', 'ranking_check', 'load_run', 'task_rows', 'run_wall_seconds', 'run_rows',
-           'markdown_table', 'select_runs', 'pending_runs', 'has_run', 'fmt_ci', 'compare_ci', 'paired_verdict',
-           'row_value', 'row_ci', 'row_tasks', 'describe_training', 'provenance', 'new_figure', 'save_figure']
+__all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'SITTINGS',
+           'FIGURE_STYLE', 'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci', 'win_rate_ci',
+           'paired_difference_ci', 'candidate_rewards', 'ranking_check', 'load_run', 'task_rows', 'execution_record',
+           'note_sitting', 'run_wall_time', 'run_rows', 'markdown_table', 'select_runs', 'pending_runs', 'has_run',
+           'fmt_ci', 'compare_ci', 'paired_verdict', 'row_value', 'row_ci', 'row_tasks', 'describe_training',
+           'provenance', 'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -194,11 +195,50 @@ def task_rows(run_dir) -> pd.DataFrame:
              for label, f in _episodes(run).items()]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
-def run_wall_seconds(run_dir, notebook:str) -> float|None:
-    "Seconds the run's executed notebook took (papermill's record of its last execution; a resumed run's earlier sittings are not counted)."
-    path = Path(run_dir) / f'{notebook}.ipynb'
-    try: return float(json.loads(path.read_text())['metadata']['papermill']['duration'])
-    except (OSError, ValueError, KeyError, TypeError): return None  # not run through papermill, or still running
+SITTINGS = 'sittings.jsonl'  # one line per execution of a run's notebook (see `note_sitting`)
+
+def execution_record(executed) -> dict|None:
+    """`{started, seconds, completed}` of an executed notebook from papermill's metadata, or None when papermill did not run it.
+    An interrupted execution counts until the file's last write (papermill saves it after every cell and every 30 s within one)."""
+    from datetime import datetime, timezone
+    path = Path(executed)
+    try: pm = json.loads(path.read_text())['metadata']['papermill']
+    except (OSError, ValueError, KeyError, TypeError): return None
+    started = pm.get('start_time')
+    if pm.get('duration') is not None: return {'started': started, 'seconds': float(pm['duration']), 'completed': pm.get('exception') is not True}
+    try: t0 = datetime.fromisoformat(started)
+    except (TypeError, ValueError): return None
+    if t0.tzinfo is None: t0 = t0.replace(tzinfo=timezone.utc)
+    end = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    return {'started': started, 'seconds': max(0.0, (end - t0).total_seconds()), 'completed': False}
+
+def note_sitting(run_dir, executed) -> dict|None:
+    """Record the execution in the notebook file `executed` in `run_dir/sittings.jsonl` (once per start time); return the new record.
+    Call it before each execution (so an interrupted or earlier one is kept before papermill overwrites it) and after.
+    Before a run's first execution it creates the empty file: its presence says every sitting was recorded."""
+    run_dir, executed = Path(run_dir), Path(executed)
+    f = run_dir / SITTINGS
+    if not executed.exists():
+        if not f.exists(): run_dir.mkdir(parents=True, exist_ok=True); f.touch()
+        return None
+    rec = execution_record(executed)
+    if rec is None: return None
+    known = f.is_file()
+    if any(r.get('started') == rec['started'] for _, r in read_jsonl(f)) if known else False: return None
+    rec = {**rec, 'earlier_unrecorded': not known}  # the run had executions before sittings were recorded
+    with f.open('a') as fh: fh.write(json.dumps(rec) + '\n')
+    return rec
+
+def run_wall_time(run_dir, notebook:str) -> tuple[float|None, bool]:
+    """Seconds of wall time spent on a run over all its sittings, and whether every sitting is counted.
+    Without `sittings.jsonl` (runs made before sittings were recorded) only the executed notebook's last execution counts."""
+    run_dir = Path(run_dir)
+    f, current = run_dir / SITTINGS, execution_record(run_dir / f'{notebook}.ipynb')
+    if not f.is_file(): return (None if current is None else current['seconds']), False
+    recs = [r for _, r in read_jsonl(f)]
+    if current is not None and all(r.get('started') != current['started'] for r in recs): recs.append(current)
+    if not recs: return None, True
+    return float(sum(r['seconds'] for r in recs)), not any(r.get('earlier_unrecorded') for r in recs)
 
 def run_rows(run_dir, n_boot:int=2000, seed:int=0) -> list[dict]:
     "Table rows of a run: parameters, code version, and per episode label the outcomes' means and bootstrap intervals."
@@ -206,8 +246,9 @@ def run_rows(run_dir, n_boot:int=2000, seed:int=0) -> list[dict]:
     git = run['manifest'].get('git') or {}
     scalars = {f'metric.{k}': v for k, v in sorted(run['metrics'].items()) if isinstance(v, (int, float, str, bool)) and k != 'notebook'}
     nb = run['metrics'].get('notebook', '')
+    wall, complete = run_wall_time(run_dir, nb)
     base = {'run': Path(run_dir).name, 'notebook': nb, 'commit': git.get('commit'), 'dirty': git.get('dirty'),
-            'wall_s': run_wall_seconds(run_dir, nb), 'device': (run['manifest'].get('device') or {}).get('device'),
+            'wall_s': wall, 'wall_complete': complete, 'device': (run['manifest'].get('device') or {}).get('device'),
             **{f'param.{k}': v for k, v in sorted(run['params'].items())}, **scalars}
     eps = _episodes(run)
     if not eps: return [{**base, 'label': ''}]
@@ -314,7 +355,9 @@ def provenance(table:pd.DataFrame, pending:pd.DataFrame|None=None) -> str:
     runs = table.drop_duplicates('run')
     wall = runs['wall_s'].dropna() if 'wall_s' in runs else pd.Series(dtype=float)  # tables collected before wall times were kept have none
     devices = sorted(set(runs['device'].dropna())) if 'device' in runs else []
-    timed = (f", {wall.sum() / 3600:.1f} h of wall time for {len(wall)} of them" + (f" ({', '.join(devices)})" if devices else '')) if len(wall) else ''
+    partial = int((runs.loc[wall.index, 'wall_complete'] == False).sum()) if 'wall_complete' in runs else 0
+    timed = (f", {wall.sum() / 3600:.1f} h of wall time for {len(wall)} of them" + (f" ({', '.join(devices)})" if devices else '')
+             + (f", of which {partial} count{'s' if partial == 1 else ''} only {'its' if partial == 1 else 'their'} last sitting" if partial else '')) if len(wall) else ''
     return (f"Scale `{', '.join(scales)}`, code {', '.join(commits)}, {n} run{'s' if n != 1 else ''}{timed}{todo}; made by "
             f"`make reproduce SCALE={scales[0]}` (`python -m sweet_rl.pipeline reproduce --scale {scales[0]}`).")
 

@@ -14,7 +14,7 @@ import pandas as pd
 import yaml
 
 from .core import REPO_ROOT, RUN_REF, atomic_write_text, expand_env, resolve_run_output, run_dir_for, stable_id
-from .evaluate import load_run, run_rows, task_rows
+from .evaluate import load_run, note_sitting, run_rows, task_rows
 
 # %% auto #0
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
@@ -114,12 +114,14 @@ def run_notebook(notebook, # name in `nbs/` or `nbs/paper/`, or a path
     out = run_dir_for(nb, full, runs_dir)
     if not force and is_finished(out, full): return out
     out.mkdir(parents=True, exist_ok=True)
+    note_sitting(out, out / nb.name)  # the earlier execution, finished or interrupted, before papermill overwrites it
     try:
         with preloaded(kernel_allocator()):  # benchmarks/cpu_allocator.py: glibc malloc page-faults every step's activations anew
             papermill.execute_notebook(str(nb), str(out / nb.name), parameters={**full, 'out_dir': str(out)}, cwd=str(nb.parent),
                                        progress_bar=progress, log_output=False)
     except papermill.PapermillExecutionError as e:
         raise RuntimeError(f"{nb.name} failed in {out} ({e.ename}: {e.evalue}); the executed notebook is {out / nb.name}") from None
+    finally: note_sitting(out, out / nb.name)
     missing = [f for f in ('params.json', 'metrics.json', 'manifest.json') if not (out / f).is_file()]
     if missing: raise RuntimeError(f"{nb.name} finished without writing {missing} into {out}")
     return out
