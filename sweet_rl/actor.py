@@ -18,7 +18,7 @@ from .data import chat_message
 from .models import (LORA_TARGETS, SamplingParams, TransformersBackend, add_lora, encode_conversations, end_of_turn_ids,
                              generation_prompt_ids, load_model)
 from .data import as_record
-from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, checkpoint_activations, list_checkpoints, example_lengths,
+from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, list_checkpoints, example_lengths,
                             frozen_reference, policy_logprobs, training_arguments, within_length, write_results)
 from .critic import PairConfig, agent_nll, is_success, make_pairs, pair_loss
 from .rollout import score_list, scorer_label
@@ -360,7 +360,7 @@ def train_actor(config:ActorConfig, # the policy, the method and its hyperparame
         trainer = ActorTrainer(model=actor.model, args=args, train_dataset=ExampleDataset(examples), processing_class=actor.tokenizer,
                                data_collator=ActorCollator(actor.tokenizer, config.max_length), config=config,
                                ref_model=actor.ref_model)
-    trainer.add_callback(TimedCheckpoints(config.save_minutes))
+    trainer.add_callback(TimedCheckpoints(config.save_minutes)); trainer.add_callback(ProgressFile(out_dir / 'progress.json'))
     actor.model.train()
     last = list_checkpoints(ckpt) if resume else []
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)

@@ -17,7 +17,7 @@ from .core import Config, artifact_dir, seed_everything, stable_id
 from .data import as_record, detect_kind, dialogue_turns
 from .models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, load_model,
                              per_turn, token_logprobs)
-from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, checkpoint_activations, list_checkpoints,
+from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, list_checkpoints,
                             example_lengths, frozen_reference, is_sharded, policy_logprobs, training_arguments,
                             within_length, write_results)
 
@@ -506,7 +506,8 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
     if config.gradient_checkpointing: checkpoint_activations(critic.model)
     trainer = critic.trainer_class(model=critic.model, args=args, train_dataset=ExampleDataset(examples),
                                    data_collator=critic.collator(), processing_class=critic.tokenizer,
-                                   config=config, ref_model=critic.ref_model, callbacks=[TimedCheckpoints(config.save_minutes)])
+                                   config=config, ref_model=critic.ref_model,
+                                   callbacks=[TimedCheckpoints(config.save_minutes), ProgressFile(out_dir / 'progress.json')])
     last = list_checkpoints(out_dir / 'checkpoints') if resume else []
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
     critic.model.eval()

@@ -16,7 +16,7 @@ from fastcore.basics import patch
 from .core import Config, JsonlStore, atomic_write_text, seed_everything, stable_id
 from .models import TransformersBackend, add_lora, encode_conversations, load_model, token_logprobs, LORA_TARGETS
 from .rollout import RolloutConfig, env_factory, run_rollouts
-from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, checkpoint_activations, frozen_reference,
+from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, frozen_reference,
                             list_checkpoints, policy_logprobs, training_arguments, write_results)
 
 # %% auto #0
@@ -466,7 +466,7 @@ def train_mtgrpo(config:MTGRPOConfig, # the method, the policy and the setting
     trainer = MTGRPOTrainer(model=policy.model, args=args, train_dataset=data, data_collator=PromptCollator(),
                             processing_class=policy.tokenizer, config=config, ref_model=policy.ref_model,
                             make_env=setting.make_env, rewards=setting.rewards, run_dir=out_dir,
-                            callbacks=[_StopAfter(), TimedCheckpoints(config.save_minutes)])
+                            callbacks=[_StopAfter(), TimedCheckpoints(config.save_minutes), ProgressFile(out_dir / 'progress.json')])
     policy.model.train()
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
     policy.model.eval()

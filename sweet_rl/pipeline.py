@@ -14,7 +14,7 @@ import pandas as pd
 import yaml
 
 from .core import REPO_ROOT, RUN_REF, atomic_write_text, expand_env, resolve_run_output, run_dir_for, stable_id
-from .evaluate import load_run, note_sitting, run_rows, task_rows
+from .evaluate import SITTINGS, load_run, note_sitting, run_rows, task_rows
 
 # %% auto #0
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
@@ -383,10 +383,16 @@ def restore_runs(runs_dir=None, archive_dir=None) -> list[Path]:
 
 # %% ../nbs/16_pipeline.ipynb #5a1f0c3f
 def _progress(run:Path) -> str:
-    "How far a started run got: its last checkpoint and the records of its JSONL files (episodes, scores, steps)."
+    "How far a started run got: its training step (and time left at its pace), last checkpoint and the records of its JSONL files."
     ckpts = sorted((int(p.name.split('-')[-1]) for p in run.glob('**/checkpoint-*') if p.name.split('-')[-1].isdigit()), reverse=True)
-    recs = {p.name: sum(1 for line in p.open() if line.strip()) for p in sorted(run.glob('*.jsonl'))}
-    parts = ([f"checkpoint {ckpts[0]}"] if ckpts else []) + [f"{name}: {n}" for name, n in recs.items()]
+    recs = {p.name: sum(1 for line in p.open() if line.strip()) for p in sorted(run.glob('*.jsonl')) if p.name != SITTINGS}
+    steps = []
+    for f in sorted(run.glob('**/progress.json')):  # written by the trainers after every step (`ProgressFile`)
+        try: p = json.loads(f.read_text())
+        except (OSError, ValueError): continue
+        left = p.get('seconds_left')
+        steps.append(f"step {p.get('step')}/{p.get('max_steps')}" + (f" (~{left / 60:.0f} min left)" if left else ''))
+    parts = steps + ([f"checkpoint {ckpts[0]}"] if ckpts else []) + [f"{name}: {n}" for name, n in recs.items()]
     return ', '.join(parts)
 
 def study_status(study:Study|str, scale:str='smoke', runs_dir=None, archive_dir=None) -> pd.DataFrame:

@@ -18,8 +18,8 @@ from .models import causal_lm, gather_logprobs, token_logprobs
 
 # %% auto #0
 __all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'policy_logprobs', 'trainable_state', 'ObjectiveTrainer',
-           'training_arguments', 'list_checkpoints', 'TimedCheckpoints', 'write_results', 'checkpoint_activations',
-           'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights']
+           'training_arguments', 'list_checkpoints', 'TimedCheckpoints', 'ProgressFile', 'write_results',
+           'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights']
 
 # %% ../nbs/09_train.ipynb #7ffe3de4
 def unwrap_model(model):
@@ -125,6 +125,21 @@ class TimedCheckpoints(TrainerCallback):
         # one process only: several processes must agree on when to save (a collective under ZeRO-3 / FSDP), and their clocks need not
         if self.seconds is not None and args.world_size == 1 and self.clock() - self.last >= self.seconds: control.should_save = True
         return control
+
+class ProgressFile(TrainerCallback):
+    """After every optimizer step, process 0 rewrites `path` (JSON): the step, the last step, seconds per step in this sitting
+    and the seconds left at that pace. What `pipeline status` shows of a training run that takes hours."""
+    def __init__(self, path, clock=time.monotonic): self.path, self.clock, self.start = Path(path), clock, None
+    def on_step_begin(self, args, state, control, **kwargs):
+        # the first step of this sitting: a resumed Trainer loads its step count after `on_train_begin`
+        if self.start is None: self.start = (self.clock(), state.global_step)
+    def on_step_end(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero or self.start is None: return
+        (t0, s0), step = self.start, state.global_step
+        per = (self.clock() - t0) / (step - s0) if step > s0 else None
+        left = per * max(0, state.max_steps - step) if per is not None and state.max_steps > 0 else None
+        atomic_write_text(self.path, json.dumps({'step': step, 'max_steps': state.max_steps, 'seconds_per_step': per,
+                                                 'seconds_left': left, 'resumed_at_step': s0}) + '\n')
 
 def write_results(trainer, module, # the trained model, unwrapped
                    out_dir:Path, save, # `save(state)` writes the trained weights
