@@ -18,11 +18,11 @@ from .evaluate import SITTINGS, load_run, note_sitting, run_rows, task_rows
 
 # %% auto #0
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
-           'LIB_DIRS', 'ARTIFACTS', 'STUDIES', 'README_START', 'README_END', 'notebook_path', 'notebook_parameters',
-           'check_params', 'is_finished', 'system_library', 'kernel_allocator', 'preloaded', 'run_notebook', 'Study',
-           'load_scales', 'run_reference', 'expand_study', 'missing_paths', 'run_study', 'collect_study',
-           'render_artifacts', 'readme_section', 'update_readme', 'model_label', 'archive_runs', 'restore_runs',
-           'study_status', 'plan_training', 'reproduce', 'main']
+           'LIB_DIRS', 'INTERIM', 'ARTIFACTS', 'STUDIES', 'README_START', 'README_END', 'notebook_path',
+           'notebook_parameters', 'check_params', 'is_finished', 'system_library', 'kernel_allocator', 'preloaded',
+           'run_notebook', 'Study', 'load_scales', 'run_reference', 'expand_study', 'missing_paths', 'run_study',
+           'interim_metrics', 'collect_study', 'render_artifacts', 'readme_section', 'update_readme', 'model_label',
+           'archive_runs', 'restore_runs', 'study_status', 'plan_training', 'reproduce', 'main']
 
 # %% ../nbs/16_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
@@ -261,19 +261,34 @@ def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=Fals
     return out
 
 # %% ../nbs/16_pipeline.ipynb #e80273e8
+INTERIM = {'critic_check.json': 'critic_'}  # files a run writes before it finishes, and the prefix `metrics.json` gives their keys
+
+def interim_metrics(run_dir:Path) -> dict:
+    """What an unfinished run has already measured, as `metric.*` columns: e.g. the critic check `train_actor` writes before its
+    actor trains (`critic_check.json`, the `metric.critic_*` of its finished `metrics.json`). Empty when there is none yet."""
+    out = {}
+    for name, prefix in INTERIM.items():
+        path = Path(run_dir) / name
+        if not path.is_file(): continue
+        try: values = json.loads(path.read_text())
+        except json.JSONDecodeError as e: raise ValueError(f"{path}: not valid JSON ({e})") from e
+        if not isinstance(values, dict): raise ValueError(f"{path}: expected a JSON object, got {type(values).__name__}")
+        out |= {f'metric.{prefix}{k}': v for k, v in sorted(values.items()) if isinstance(v, (int, float, str, bool)) or v is None}
+    return out
+
 def collect_study(study:Study|str, scale:str='smoke', runs_dir=None,
             results_dir=None, # where to write `<study>.csv`, `<study>_tasks.csv` (and `<study>_curves.csv`) (None: write nothing)
             allow_mixed_versions:bool=False, # accept runs made by different commits (or uncommitted trees), as a study with `mixed_versions: true` does
             n_boot:int=2000, seed:int=0,
-            partial:bool=False, # collect the finished runs of a study still running; the others go to `<study>_pending.csv`
+            partial:bool=False, # collect the finished runs of a study still running; the others go to `<study>_pending.csv` (with their `interim_metrics`)
            ) -> pd.DataFrame:
     "One table of the study's finished runs: a row per run and episode label, bootstrap intervals over tasks."
     study = study if isinstance(study, Study) else Study.load(study)
     runs = [(nb, check_params(nb, p)) for nb, p in expand_study(study, scale)]
     every = [run_dir_for(nb, p, runs_dir) for nb, p in runs]
     dirs = [d for d in every if (d / 'metrics.json').is_file()]
-    pending = [{'study': study.name, 'scale': scale, 'run': d.name, 'notebook': nb, **{f'param.{k}': v for k, v in sorted(p.items())}}
-               for (nb, p), d in zip(runs, every) if d not in dirs]
+    pending = [{'study': study.name, 'scale': scale, 'run': d.name, 'notebook': nb, **{f'param.{k}': v for k, v in sorted(p.items())},
+                **interim_metrics(d)} for (nb, p), d in zip(runs, every) if d not in dirs]
     if pending and not partial: raise FileNotFoundError(
         f"{study.name}: {len(pending)} run(s) not finished, e.g. {pending[0]['notebook']}/{pending[0]['run']}; "
         "run the study first, or collect the finished ones with partial=True (`--partial`)")

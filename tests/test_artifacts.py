@@ -1,6 +1,7 @@
 "The committed paper tables and figures are exactly what the committed results render to, and the README shows them."
 from pathlib import Path
 
+from sweet_rl.evaluate import pending_runs
 from sweet_rl.pipeline import (ARTIFACTS, FIGURES_DIR, PAPER_NBS_DIR, RESULTS_DIR, ROOT, notebook_path, readme_section,
                                render_artifacts)
 
@@ -37,3 +38,31 @@ def test_a_relative_figures_dir_is_taken_from_the_working_directory(tmp_path, mo
     files = render_artifacts(RESULTS_DIR, 'figs', ['table4'], runs_dir=tmp_path / 'runs')
     assert files and {f.parent for f in files} == {tmp_path / 'figs'}, files
     assert not (PAPER_NBS_DIR / 'figs').exists()
+
+
+def test_an_unfinished_run_shows_its_critic_check(tmp_path):
+    "Table 3 fills a run's critic columns from its critic check while its actor still trains (collect --partial keeps it)."
+    import pandas as pd
+    results, out = tmp_path / 'results', tmp_path / 'figures'
+    results.mkdir()
+    table, tasks = pd.read_csv(RESULTS_DIR / 'table3.csv'), pd.read_csv(RESULTS_DIR / 'table3_tasks.csv')
+    sweet = table[(table['param.method'] == 'sweet') & (table['param.critic_head'] == 'sweet') & table['param.critic_use_hidden_info']
+                  & (table['param.critic_normalization'] == 'paper')]
+    assert sweet['run'].nunique() == 1, sweet['run'].tolist()
+    run = sweet['run'].iloc[0]
+    check = {'answer_agreement': 0.625, 'answer_agreement_lo': 0.5, 'answer_agreement_hi': 0.75, 'continue_preference': 0.25,
+             'continue_preference_lo': 0.125, 'continue_preference_hi': 0.375, 'states': 9, 'answer_candidates': 30,
+             'answers_passing_any': 4, 'taught_pairs': 11, 'taught_continue_over_answer': 1, 'taught_answer_over_continue': 2,
+             'taught_continue_over_continue': 3, 'taught_answer_over_answer': 5, 'taught_better_answer': 4, 'taught_worse_answer': 1}
+    row = {**sweet.iloc[0][['study', 'scale', 'run', 'notebook']].to_dict(),
+           **sweet.iloc[0][[c for c in sweet if c.startswith('param.')]].to_dict(), **{f'metric.critic_{k}': v for k, v in check.items()}}
+    others = pending_runs(RESULTS_DIR, 'table3')
+    pd.concat([others, pd.DataFrame([row])], ignore_index=True).to_csv(results / 'table3_pending.csv', index=False)
+    table[table['run'] != run].to_csv(results / 'table3.csv', index=False)
+    tasks[tasks['run'] != run].to_csv(results / 'table3_tasks.csv', index=False)
+    render_artifacts(results, out, ['table3'], runs_dir=tmp_path / 'runs')
+    md = (out / 'table3.md').read_text()
+    line = next(l for l in md.splitlines() if l.startswith('| SWEET-RL |'))
+    assert line.count('pending') == 3 and '62.5 [50.0, 75.0]' in line and '25.0 [12.5, 37.5]' in line, line
+    assert "SWEET-RL's critic on its 9 training states: 30 of the candidates are final answers, 4 of them pass a test" in md
+    assert 'the critic columns of SWEET-RL come from their critic checks' in md
