@@ -68,3 +68,33 @@ def test_an_unfinished_run_shows_its_critic_check(tmp_path):
     assert "SWEET-RL's critic on its 9 training states: 30 of the candidates are final answers, 4 of them pass a test" in md
     early = re.search(r'the critic columns of (.+?) come from their critic checks', md)
     assert early and 'SWEET-RL' in early.group(1).split(', '), md
+
+
+def test_figure3b_shows_pending_sizes_and_the_trend_with_data(tmp_path):
+    "Figure 3b says 'pending' for a data size still training, and compares a method's largest amount of data with its smallest."
+    import pandas as pd
+    results, out = tmp_path / 'results', tmp_path / 'figures'
+    results.mkdir()
+    table, tasks = pd.read_csv(RESULTS_DIR / 'figure3b.csv'), pd.read_csv(RESULTS_DIR / 'figure3b_tasks.csv')
+    trained = table[(table['notebook'] == 'train_actor') & (table['label'] == 'trained')]
+    mtdpo = trained[trained['param.method'] == 'mtdpo'].sort_values('metric.n_offline_trajectories').iloc[-1]
+    sweet = trained[trained['param.method'] == 'sweet'].sort_values('metric.n_offline_trajectories').iloc[-1]
+    small = int(trained['metric.n_offline_trajectories'].min()) // 4  # a size below every committed one
+    fake = mtdpo.copy()  # Multi-Turn DPO on less data that passes every test
+    fake[['run', 'param.n_trajectories', 'metric.n_offline_trajectories']] = ['fake', small, small]
+    fake[['tests_passed_pct', 'tests_passed_pct_lo', 'tests_passed_pct_hi']] = [100.0, 100.0, 100.0]
+    fake_tasks = tasks[tasks['run'] == mtdpo['run']].assign(run='fake', tests_passed=1.0)
+    pd.concat([table, fake.to_frame().T], ignore_index=True).to_csv(results / 'figure3b.csv', index=False)
+    pd.concat([tasks, fake_tasks], ignore_index=True).to_csv(results / 'figure3b_tasks.csv', index=False)
+    waiting = {**sweet[['study', 'scale', 'notebook']].to_dict(), 'run': 'waiting',
+               **sweet[[c for c in sweet.index if c.startswith('param.')]].to_dict(), 'param.n_trajectories': small}
+    pd.DataFrame([waiting]).to_csv(results / 'figure3b_pending.csv', index=False)
+    render_artifacts(results, out, ['figure3b'], runs_dir=tmp_path / 'runs')
+    md = (out / 'figure3b.md').read_text()
+    head = next(l for l in md.splitlines() if l.startswith('| method |'))
+    assert head.split(' | ')[1].startswith(f'{small} traj.'), head
+    line = next(l for l in md.splitlines() if l.startswith('| SWEET-RL |'))
+    assert line.split(' | ')[1] == 'pending', line
+    assert f"Multi-Turn DPO passes 100.0% of tests with {small}, {mtdpo['tests_passed_pct']:.1f}% of tests with" in md, md
+    assert 'with the most data it is below itself with the least' in md, md
+    assert 'run pending (waiting)' in md, md
