@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_pipeline.ipynb #5b74cd2d
 from __future__ import annotations
-import argparse, ast, copy, difflib, itertools, json, os, sys
+import argparse, ast, copy, difflib, itertools, json, os, sys, time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -397,8 +397,19 @@ def restore_runs(runs_dir=None, archive_dir=None) -> list[Path]:
     return out
 
 # %% ../nbs/16_pipeline.ipynb #5a1f0c3f
+def _cell_reached(run:Path) -> str:
+    "'cell 12/16 (saved 2026-11-28 17:33 UTC)': the last code cell papermill started in the run's notebook (running, or where a killed run stopped) and when it last wrote it."
+    for nb in sorted(run.glob('*.ipynb')):
+        try: cells = [c for c in json.loads(nb.read_text())['cells'] if c.get('cell_type') == 'code']
+        except (OSError, ValueError, KeyError, TypeError, AttributeError): continue  # being rewritten, or not a notebook
+        reached = [i for i, c in enumerate(cells) if c.get('metadata', {}).get('papermill', {}).get('status') in ('running', 'completed', 'failed')]
+        if reached:
+            saved = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(nb.stat().st_mtime))
+            return f"cell {reached[-1] + 1}/{len(cells)} (saved {saved})"
+    return ''
+
 def _progress(run:Path) -> str:
-    "How far a started run got: its training step (and time left at its pace), last checkpoint and the records of its JSONL files."
+    "How far a started run got: the notebook cell it reached, its training step (and time left at its pace), last checkpoint and the records of its JSONL files."
     ckpts = sorted((int(p.name.split('-')[-1]) for p in run.glob('**/checkpoint-*') if p.name.split('-')[-1].isdigit()), reverse=True)
     recs = {p.name: sum(1 for line in p.open() if line.strip()) for p in sorted(run.glob('*.jsonl')) if p.name != SITTINGS}
     steps = []
@@ -407,8 +418,8 @@ def _progress(run:Path) -> str:
         except (OSError, ValueError): continue
         left = p.get('seconds_left')
         steps.append(f"step {p.get('step')}/{p.get('max_steps')}" + (f" (~{left / 60:.0f} min left)" if left else ''))
-    parts = steps + ([f"checkpoint {ckpts[0]}"] if ckpts else []) + [f"{name}: {n}" for name, n in recs.items()]
-    return ', '.join(parts)
+    parts = [_cell_reached(run)] + steps + ([f"checkpoint {ckpts[0]}"] if ckpts else []) + [f"{name}: {n}" for name, n in recs.items()]
+    return ', '.join(p for p in parts if p)
 
 def study_status(study:Study|str, scale:str='smoke', runs_dir=None, archive_dir=None) -> pd.DataFrame:
     "Each run of `study` at `scale`: its id, notebook, what sets it apart, and its state (finished, archived, started, not started)."
