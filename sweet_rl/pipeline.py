@@ -111,7 +111,7 @@ def run_notebook(notebook, # name in `nbs/` or `nbs/paper/`, or a path
     import papermill
     nb = notebook_path(notebook)
     full = check_params(nb, dict(params or {}))
-    out = run_dir_for(nb, full, runs_dir)
+    out = run_dir_for(nb, full, Path(runs_dir).resolve() if runs_dir else None)  # absolute: papermill runs the notebook in its own folder
     if not force and is_finished(out, full): return out
     out.mkdir(parents=True, exist_ok=True)
     note_sitting(out, out / nb.name)  # the earlier execution, finished or interrupted, before papermill overwrites it

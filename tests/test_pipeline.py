@@ -124,3 +124,21 @@ def test_parts_split_a_study_between_workers():
     parts = [run_study('reflect', 'small', dry_run=True, part=(i, 3)) for i in (1, 2, 3)]
     assert sorted(d for p in parts for d in p) == sorted(every) and parts[0][0] == every[0] and parts[1][0] == every[1]
     with pytest.raises(ValueError, match='1 <= i <= n'): run_study('reflect', 'small', dry_run=True, part=(4, 3))
+
+
+def test_a_relative_runs_dir_is_taken_from_the_working_directory(tmp_path, monkeypatch):
+    "papermill runs a notebook in the notebook's folder; a relative `runs_dir` must still mean the caller's (a study once wrote into nbs/runs/)."
+    import nbformat
+    from sweet_rl.pipeline import run_notebook
+    params = nbformat.v4.new_code_cell("x: int = 1  # a parameter\nout_dir: str = ''  # the run folder")
+    params.metadata['tags'] = ['parameters']
+    body = nbformat.v4.new_code_cell("import json\nfrom pathlib import Path\n"
+                                     "for f in ('params.json', 'metrics.json', 'manifest.json'): (Path(out_dir) / f).write_text(json.dumps({'x': x}))")
+    nb = nbformat.v4.new_notebook(cells=[params, body], metadata={'kernelspec': {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}})
+    (tmp_path / 'nbs').mkdir()
+    nbformat.write(nb, tmp_path / 'nbs' / 'tiny.ipynb')
+    monkeypatch.chdir(tmp_path)
+    out = run_notebook(tmp_path / 'nbs' / 'tiny.ipynb', {'x': 2}, 'runs', progress=False)
+    assert out.is_absolute() and out.parent.parent == tmp_path / 'runs', out
+    assert json.loads((out / 'metrics.json').read_text()) == {'x': 2}
+    assert not (tmp_path / 'nbs' / 'runs').exists()
