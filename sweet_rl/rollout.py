@@ -130,33 +130,38 @@ def _best_of(ep:_Episode, candidates:list, scorer) -> str:
 
 # %% ../nbs/08_rollout.ipynb #125e0c15
 class CandidatePool:
-    "Best-of-N candidates sampled once per agent state (`size` of them) and shared: a run with N candidates gets the first N."
-    def __init__(self, size:int, # candidates sampled per state: the largest N that may be asked for
+    "Best-of-N candidates of each agent state, shared: a run with N candidates gets the state's first N, sampling only those not drawn yet."
+    def __init__(self, size:int, # the largest N that may be asked for
                  out_path=None, # JSONL to append to and resume from; None keeps the pool in memory only
                  tag:str='', # names the policy in the state keys, so another policy's samples are never reused
                 ):
         if size < 1: raise ValueError(f"CandidatePool size must be >= 1, got {size}")
-        self.size, self.tag = size, tag
+        self.size, self.tag, self.pools = size, tag, {}
         self.store = JsonlStore(out_path) if out_path else None
-        self.pools = {r['id']: r['candidates'] for r in self.store} if self.store is not None else {}
+        for r in sorted(self.store if self.store is not None else [], key=lambda r: r['start']):  # one record per draw: what it added to a state
+            have = self.pools.setdefault(r['state'], [])
+            if r['start'] != len(have):
+                raise ValueError(f"{out_path}: record {r['id']!r} adds candidates from {r['start']}, but state {r['state']} has {len(have)}")
+            have.extend(r['candidates'])
 
     def key(self, observation:list, params:SamplingParams) -> str:
         "The pool's key of one agent state: the conversation the agent sees and how it samples (the seed aside)."
         knobs = {k: getattr(params, k) for k in ('max_new_tokens', 'temperature', 'top_p', 'stop')}
-        return stable_id({'observation': observation, 'sampling': knobs, 'size': self.size, 'tag': self.tag})
+        return stable_id({'observation': observation, 'sampling': knobs, 'tag': self.tag})
 
     def draw(self, agent:GenerationBackend, observations:list, n:int, params:SamplingParams) -> list[list[str]]:
-        "The first `n` candidates of each observation's pool, sampling (in one batched call) the pools not drawn yet."
+        "The first `n` candidates of each observation's pool, sampling (in one batched call) those not drawn yet."
         if not 1 <= n <= self.size: raise ValueError(f"asked for {n} candidates from a pool of {self.size} per state")
         keys = [self.key(o, params) for o in observations]
-        new = list(dict.fromkeys(k for k in keys if k not in self.pools))
-        if new:
-            seen = dict(zip(keys, observations))
-            p = copy.copy(params); p.seed = int(new[0][:8], 16)  # the pool, not the run that first reached it, decides the seed
-            flat = agent.generate([seen[k] for k in new for _ in range(self.size)], p)
-            for j, k in enumerate(new):
-                self.pools[k] = flat[j * self.size:(j + 1) * self.size]
-                if self.store is not None: self.store.append({'id': k, 'candidates': self.pools[k]})
+        short = {k: n - len(self.pools.get(k, ())) for k in dict.fromkeys(keys) if len(self.pools.get(k, ())) < n}
+        if short:
+            seen, first = dict(zip(keys, observations)), next(iter(short))
+            p = copy.copy(params); p.seed = int(first[:8], 16) + len(self.pools.get(first, ()))  # the pool and how far it is drawn decide the seed
+            flat = iter(agent.generate([seen[k] for k, m in short.items() for _ in range(m)], p))
+            for k, m in short.items():
+                have, new = self.pools.setdefault(k, []), [next(flat) for _ in range(m)]
+                if self.store is not None: self.store.append({'id': f'{k}@{len(have)}', 'state': k, 'start': len(have), 'candidates': new})
+                have.extend(new)
         return [self.pools[k][:n] for k in keys]
 
 # %% ../nbs/08_rollout.ipynb #dbc154b9
