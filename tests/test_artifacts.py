@@ -95,6 +95,8 @@ def test_figure3b_shows_pending_sizes_and_the_trend_with_data(tmp_path):
     assert head.split(' | ')[1].startswith(f'{small} traj.'), head
     line = next(l for l in md.splitlines() if l.startswith('| SWEET-RL |'))
     assert line.split(' | ')[1] == 'pending', line
-    assert f"Multi-Turn DPO passes 100.0% of tests with {small}, {mtdpo['tests_passed_pct']:.1f}% of tests with" in md, md
+    pct = re.escape(f"{mtdpo['tests_passed_pct']:.1f}")
+    large = int(mtdpo['metric.n_offline_trajectories'])
+    assert re.search(rf"Multi-Turn DPO passes 100\.0% of tests with {small} \([\d.]+ agent turns\), (.+, )?{pct}% of tests with {large} \(", md), md
     assert 'with the most data it is below itself with the least' in md, md
     assert 'run pending (waiting)' in md, md
