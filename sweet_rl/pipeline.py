@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_pipeline.ipynb #5b74cd2d
 from __future__ import annotations
-import argparse, ast, copy, difflib, itertools, json, os, sys, time
+import argparse, ast, copy, difflib, itertools, json, os, sys, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -362,38 +362,65 @@ def model_label(spec) -> str:
 # %% ../nbs/16_pipeline.ipynb #b7c478bb
 _WEIGHTS = ('.safetensors', '.bin', '.pt', '.pth', '.gguf', '.ckpt')
 
-def _portable(folder:Path, max_bytes:int) -> list[Path]:
-    "The files of `folder` worth committing: no weights, no checkpoints, none over `max_bytes`."
-    return sorted(p for p in folder.rglob('*') if p.is_file() and p.suffix not in _WEIGHTS and p.stat().st_size <= max_bytes
+def _portable(folder:Path) -> list[Path]:
+    "The files of a finished run's `folder` worth committing: no weights, no checkpoints."
+    return sorted(p for p in folder.rglob('*') if p.is_file() and p.suffix not in _WEIGHTS
                   and 'checkpoints' not in p.relative_to(folder).parts and not p.name.startswith('.'))
 
-def _archivable(runs_dir:Path) -> list[Path]:
-    "Finished run folders (with metrics.json) and the shared rollouts, candidates and scores stores under `runs_dir`."
-    finished = [p.parent for p in runs_dir.glob('*/*/metrics.json') if p.parent.parent.name not in ('shared', 'artifacts')]
-    shared = [p for kind in ('rollouts', 'candidates', 'scores') for p in (runs_dir / 'shared' / kind).glob('*') if p.is_dir()]
-    return sorted(finished + shared)
+def _resumable(folder:Path) -> list[Path]:
+    "What a started run resumes from: its parameters and the records of its JSONL stores (episodes, candidates, scores, sittings)."
+    return sorted(p for p in folder.glob('*') if p.is_file() and (p.suffix == '.jsonl' or p.name == 'params.json'))
 
-def archive_runs(runs_dir=None, archive_dir=None, max_bytes:int=5_000_000) -> list[Path]:
-    "Copy the small outputs of finished runs and the shared stores from `runs/` into `results/runs/`; return the files written."
-    import shutil
+def _archivable(runs_dir:Path) -> list[tuple[Path, list[Path]]]:
+    "Each run folder under `runs_dir` (finished: its small outputs; started: what it resumes from) and each shared rollouts, candidates and scores store, with its files to archive."
+    runs = {p.parent for pattern in ('*/*/metrics.json', '*/*/params.json') for p in runs_dir.glob(pattern)
+            if p.parent.parent.name not in ('shared', 'artifacts')}
+    shared = [p for kind in ('rollouts', 'candidates', 'scores') for p in (runs_dir / 'shared' / kind).glob('*') if p.is_dir()]
+    return sorted([(d, _portable(d) if (d / 'metrics.json').is_file() else _resumable(d)) for d in runs]
+                  + [(d, _portable(d)) for d in shared])
+
+def _packed(rel:Path) -> Path: return rel.with_name(rel.name + '.gz')
+
+def archive_runs(runs_dir=None, archive_dir=None,
+                 max_bytes:int=5_000_000, # largest file kept; a larger JSONL store is kept gzip-compressed (`<name>.jsonl.gz`) if that fits
+                ) -> list[Path]:
+    "Copy into `results/runs/` the small outputs of finished runs, the shared stores and the records started runs resume from; return the files written."
+    import gzip, shutil
     runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
-    out = []
-    for folder in _archivable(runs_dir):
-        for f in _portable(folder, max_bytes):
-            dest = archive_dir / f.relative_to(runs_dir)
-            if dest.is_file() and dest.stat().st_size == f.stat().st_size and dest.read_bytes() == f.read_bytes(): continue
-            dest.parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, dest); out.append(dest)
+    out, too_big = [], []
+    for _, files in _archivable(runs_dir):
+        for f in files:
+            rel, data = f.relative_to(runs_dir), f.read_bytes()
+            whole = not (f.suffix == '.jsonl' and not data.endswith(b'\n'))
+            if not whole: data = data[:data.rfind(b'\n') + 1]  # a record being written is left for the next archive
+            name = rel
+            if f.suffix == '.jsonl' and len(data) > max_bytes: name, data, whole = _packed(rel), gzip.compress(data, mtime=0), False
+            if len(data) > max_bytes: too_big.append(f"{rel} ({len(data) / 1e6:.1f} MB)"); continue
+            (archive_dir / (_packed(rel) if name == rel else rel)).unlink(missing_ok=True)  # one form of each store
+            dest = archive_dir / name
+            if dest.is_file() and dest.stat().st_size == len(data) and dest.read_bytes() == data: continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if whole: shutil.copy2(f, dest)
+            else: dest.write_bytes(data)
+            out.append(dest)
+    if too_big: warnings.warn(f"not archived, over {max_bytes / 1e6:.0f} MB: {', '.join(too_big)}")
     return out
 
 def restore_runs(runs_dir=None, archive_dir=None) -> list[Path]:
-    "Copy archived run outputs back into `runs/` where a file is missing (or shorter: a store that grew in the archive)."
-    import shutil
+    "Copy archived run outputs back into `runs/` where a file is missing or shorter (a store that grew in the archive); `.jsonl.gz` unpacked."
+    import gzip, shutil
     runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
     out = []
     for f in sorted(p for p in archive_dir.rglob('*') if p.is_file()) if archive_dir.is_dir() else []:
-        dest = runs_dir / f.relative_to(archive_dir)
-        if dest.is_file() and dest.stat().st_size >= f.stat().st_size: continue
-        dest.parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, dest); out.append(dest)
+        rel = f.relative_to(archive_dir)
+        packed = f.name.endswith('.jsonl.gz')
+        dest = runs_dir / (rel.with_name(rel.name[:-3]) if packed else rel)
+        data = gzip.decompress(f.read_bytes()) if packed else None
+        if dest.is_file() and dest.stat().st_size >= (len(data) if packed else f.stat().st_size): continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if packed: atomic_write_text(dest, data.decode())
+        else: shutil.copy2(f, dest)
+        out.append(dest)
     return out
 
 # %% ../nbs/16_pipeline.ipynb #5a1f0c3f
@@ -434,6 +461,7 @@ def study_status(study:Study|str, scale:str='smoke', runs_dir=None, archive_dir=
         if (d / 'metrics.json').is_file(): state, detail = 'finished', ''
         elif (archive_dir / d.relative_to(runs_dir) / 'metrics.json').is_file(): state, detail = 'archived', 'run `restore`'
         elif d.is_dir(): state, detail = 'started', _progress(d)
+        elif (archive_dir / d.relative_to(runs_dir) / 'params.json').is_file(): state, detail = 'started', 'its records are archived: run `restore`'
         else: state, detail = 'not started', ''
         rows.append({'study': study.name, 'run': d.name, 'notebook': nb,
                      'what': ', '.join(f"{k}={v}" for k, v in sorted(shown.items())), 'state': state, 'progress': detail})
