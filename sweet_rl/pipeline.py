@@ -20,9 +20,9 @@ from .evaluate import SITTINGS, load_run, note_sitting, run_rows, task_rows
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
            'LIB_DIRS', 'INTERIM', 'ARTIFACTS', 'STUDIES', 'README_START', 'README_END', 'notebook_path',
            'notebook_parameters', 'check_params', 'is_finished', 'system_library', 'kernel_allocator', 'preloaded',
-           'run_notebook', 'Study', 'load_scales', 'run_reference', 'expand_study', 'missing_paths', 'run_study',
-           'interim_metrics', 'collect_study', 'render_artifacts', 'readme_section', 'update_readme', 'model_label',
-           'archive_runs', 'restore_runs', 'study_status', 'plan_training', 'reproduce', 'main']
+           'shared_root', 'run_notebook', 'Study', 'load_scales', 'run_reference', 'expand_study', 'missing_paths',
+           'run_study', 'interim_metrics', 'collect_study', 'render_artifacts', 'readme_section', 'update_readme',
+           'model_label', 'archive_runs', 'restore_runs', 'study_status', 'plan_training', 'reproduce', 'main']
 
 # %% ../nbs/16_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
@@ -101,6 +101,16 @@ def preloaded(lib:str|None):
         if old is None: os.environ.pop('LD_PRELOAD', None)
         else: os.environ['LD_PRELOAD'] = old
 
+@contextmanager
+def shared_root(runs_dir:Path):
+    "While the block runs, `SWEET_RL_RUNS` is `runs_dir`: a notebook's kernel puts its shared stores (`core.artifact_dir`) beside its run folders."
+    old = os.environ.get('SWEET_RL_RUNS')
+    os.environ['SWEET_RL_RUNS'] = str(runs_dir)
+    try: yield
+    finally:
+        if old is None: os.environ.pop('SWEET_RL_RUNS', None)
+        else: os.environ['SWEET_RL_RUNS'] = old
+
 def run_notebook(notebook, # name in `nbs/` or `nbs/paper/`, or a path
                  params:dict|None=None, # parameters to set (checked against the notebook's declaration)
                  runs_dir=None, # root of the run directories (default `runs/`)
@@ -116,7 +126,7 @@ def run_notebook(notebook, # name in `nbs/` or `nbs/paper/`, or a path
     out.mkdir(parents=True, exist_ok=True)
     note_sitting(out, out / nb.name)  # the earlier execution, finished or interrupted, before papermill overwrites it
     try:
-        with preloaded(kernel_allocator()):  # benchmarks/cpu_allocator.py: glibc malloc page-faults every step's activations anew
+        with preloaded(kernel_allocator()), shared_root(out.parent.parent):  # cpu_allocator.py: glibc malloc page-faults every step's activations anew
             papermill.execute_notebook(str(nb), str(out / nb.name), parameters={**full, 'out_dir': str(out)}, cwd=str(nb.parent),
                                        progress_bar=progress, log_output=False)
     except papermill.PapermillExecutionError as e:

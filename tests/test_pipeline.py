@@ -126,19 +126,35 @@ def test_parts_split_a_study_between_workers():
     with pytest.raises(ValueError, match='1 <= i <= n'): run_study('reflect', 'small', dry_run=True, part=(4, 3))
 
 
-def test_a_relative_runs_dir_is_taken_from_the_working_directory(tmp_path, monkeypatch):
-    "papermill runs a notebook in the notebook's folder; a relative `runs_dir` must still mean the caller's (a study once wrote into nbs/runs/)."
+def _tiny_notebook(folder):
+    "A two-cell notebook that writes its run files, recording its parameter and where its kernel puts shared stores."
     import nbformat
-    from sweet_rl.pipeline import run_notebook
     params = nbformat.v4.new_code_cell("x: int = 1  # a parameter\nout_dir: str = ''  # the run folder")
     params.metadata['tags'] = ['parameters']
-    body = nbformat.v4.new_code_cell("import json\nfrom pathlib import Path\n"
-                                     "for f in ('params.json', 'metrics.json', 'manifest.json'): (Path(out_dir) / f).write_text(json.dumps({'x': x}))")
+    body = nbformat.v4.new_code_cell("import json, os\nfrom pathlib import Path\n"
+                                     "from sweet_rl.core import artifact_dir\n"
+                                     "shared = str(artifact_dir('rollouts', {'x': x}))\n"
+                                     "for f in ('params.json', 'metrics.json', 'manifest.json'): (Path(out_dir) / f).write_text(json.dumps({'x': x, 'shared': shared}))")
     nb = nbformat.v4.new_notebook(cells=[params, body], metadata={'kernelspec': {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}})
-    (tmp_path / 'nbs').mkdir()
-    nbformat.write(nb, tmp_path / 'nbs' / 'tiny.ipynb')
+    (folder / 'nbs').mkdir()
+    nbformat.write(nb, folder / 'nbs' / 'tiny.ipynb')
+    return folder / 'nbs' / 'tiny.ipynb'
+
+def test_a_relative_runs_dir_is_taken_from_the_working_directory(tmp_path, monkeypatch):
+    "papermill runs a notebook in the notebook's folder; a relative `runs_dir` must still mean the caller's (a study once wrote into nbs/runs/)."
+    from sweet_rl.pipeline import run_notebook
+    nb = _tiny_notebook(tmp_path)
     monkeypatch.chdir(tmp_path)
-    out = run_notebook(tmp_path / 'nbs' / 'tiny.ipynb', {'x': 2}, 'runs', progress=False)
+    out = run_notebook(nb, {'x': 2}, 'runs', progress=False)
     assert out.is_absolute() and out.parent.parent == tmp_path / 'runs', out
-    assert json.loads((out / 'metrics.json').read_text()) == {'x': 2}
+    assert json.loads((out / 'metrics.json').read_text())['x'] == 2
     assert not (tmp_path / 'nbs' / 'runs').exists()
+
+def test_a_runs_dir_also_holds_the_shared_stores_its_notebooks_make(tmp_path, monkeypatch):
+    "Shared rollouts, candidates, scores and critics go beside the run folders, where `archive --runs-dir` looks, not into the repository's runs/."
+    from sweet_rl.pipeline import run_notebook
+    monkeypatch.setenv('SWEET_RL_RUNS', str(tmp_path / 'elsewhere'))
+    out = run_notebook(_tiny_notebook(tmp_path), {'x': 3}, tmp_path / 'study', progress=False)
+    shared = Path(json.loads((out / 'metrics.json').read_text())['shared'])
+    assert shared.parent.parent == tmp_path / 'study' / 'shared', shared
+    assert os.environ['SWEET_RL_RUNS'] == str(tmp_path / 'elsewhere')  # the caller's setting is back
