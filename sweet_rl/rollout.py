@@ -4,7 +4,8 @@
 
 # %% ../nbs/08_rollout.ipynb #c5b8624c
 from __future__ import annotations
-import ast, copy, html, json, math, random, re, statistics, time
+import ast, copy, fcntl, html, json, math, random, re, statistics, time, warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -130,19 +131,42 @@ def _best_of(ep:_Episode, candidates:list, scorer) -> str:
 
 # %% ../nbs/08_rollout.ipynb #125e0c15
 class CandidatePool:
-    "Best-of-N candidates of each agent state, shared: a run with N candidates gets the state's first N, sampling only those not drawn yet."
+    """Best-of-N candidates of each agent state, shared: a run with N candidates gets the state's first N, sampling only those not drawn yet.
+    With a file, runs in other processes share the pool too: each draw takes in what they appended, under the file's lock."""
     def __init__(self, size:int, # the largest N that may be asked for
                  out_path=None, # JSONL to append to and resume from; None keeps the pool in memory only
                  tag:str='', # names the policy in the state keys, so another policy's samples are never reused
                 ):
         if size < 1: raise ValueError(f"CandidatePool size must be >= 1, got {size}")
-        self.size, self.tag, self.pools = size, tag, {}
-        self.store = JsonlStore(out_path) if out_path else None
-        for r in sorted(self.store if self.store is not None else [], key=lambda r: r['start']):  # one record per draw: what it added to a state
+        self.size, self.tag, self.pools, self._read = size, tag, {}, 0
+        self.store = JsonlStore(out_path) if out_path else None  # repairs a line a crash cut short
+        self._sync()
+
+    def _sync(self):
+        "Take in the draws appended to the file since this pool last read it (by this process or another sharing the pool)."
+        if self.store is None or not self.store.path.exists(): return
+        with open(self.store.path, 'rb') as f: f.seek(self._read); data = f.read()
+        data = data[:data.rfind(b'\n') + 1]  # a record still being written is read next time
+        for n, line in enumerate(data.decode('utf-8').splitlines()):
+            if not line.strip(): continue
+            r = json.loads(line)  # one record per draw: what it added to a state
             have = self.pools.setdefault(r['state'], [])
             if r['start'] != len(have):
-                raise ValueError(f"{out_path}: record {r['id']!r} adds candidates from {r['start']}, but state {r['state']} has {len(have)}")
+                raise ValueError(f"{self.store.path}: record {r['id']!r} adds candidates from {r['start']}, but state {r['state']} has {len(have)}")
             have.extend(r['candidates'])
+        self._read += len(data)
+
+    @contextmanager
+    def _locked(self):
+        "Hold the pool's file lock (`.<name>.lock` beside it): one process at a time reads, samples and appends."
+        if self.store is None: yield; return
+        with open(self.store.path.with_name(f'.{self.store.path.name}.lock'), 'w') as f:
+            try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                warnings.warn(f"{self.store.path}: another process is drawing from this pool; waiting for it")
+                fcntl.flock(f, fcntl.LOCK_EX)
+            try: self._sync(); yield
+            finally: fcntl.flock(f, fcntl.LOCK_UN)
 
     def key(self, observation:list, params:SamplingParams) -> str:
         "The pool's key of one agent state: the conversation the agent sees and how it samples (the seed aside)."
@@ -153,15 +177,19 @@ class CandidatePool:
         "The first `n` candidates of each observation's pool, sampling (in one batched call) those not drawn yet."
         if not 1 <= n <= self.size: raise ValueError(f"asked for {n} candidates from a pool of {self.size} per state")
         keys = [self.key(o, params) for o in observations]
-        short = {k: n - len(self.pools.get(k, ())) for k in dict.fromkeys(keys) if len(self.pools.get(k, ())) < n}
-        if short:
-            seen, first = dict(zip(keys, observations)), next(iter(short))
-            p = copy.copy(params); p.seed = int(first[:8], 16) + len(self.pools.get(first, ()))  # the pool and how far it is drawn decide the seed
-            flat = iter(agent.generate([seen[k] for k, m in short.items() for _ in range(m)], p))
-            for k, m in short.items():
-                have, new = self.pools.setdefault(k, []), [next(flat) for _ in range(m)]
-                if self.store is not None: self.store.append({'id': f'{k}@{len(have)}', 'state': k, 'start': len(have), 'candidates': new})
-                have.extend(new)
+        lacking = lambda: {k: n - len(self.pools.get(k, ())) for k in dict.fromkeys(keys) if len(self.pools.get(k, ())) < n}
+        if lacking():
+            with self._locked():  # another process sharing the pool may have drawn some of them meanwhile
+                if short := lacking():
+                    seen, first = dict(zip(keys, observations)), next(iter(short))
+                    p = copy.copy(params); p.seed = int(first[:8], 16) + len(self.pools.get(first, ()))  # the pool and how far it is drawn decide the seed
+                    flat = iter(agent.generate([seen[k] for k, m in short.items() for _ in range(m)], p))
+                    for k, m in short.items():
+                        have, new = self.pools.setdefault(k, []), [next(flat) for _ in range(m)]
+                        if self.store is not None:
+                            self.store.append({'id': f'{k}@{len(have)}', 'state': k, 'start': len(have), 'candidates': new})
+                            self._read = self.store.path.stat().st_size  # ours: already taken in
+                        have.extend(new)
         return [self.pools[k][:n] for k in keys]
 
 # %% ../nbs/08_rollout.ipynb #dbc154b9

@@ -100,3 +100,32 @@ def test_figure3b_shows_pending_sizes_and_the_trend_with_data(tmp_path):
     assert re.search(rf"Multi-Turn DPO passes 100\.0% of tests with {small} \([\d.]+ agent turns\), (.+, )?{pct}% of tests with {large} \(", md), md
     assert 'with the most data it is below itself with the least' in md, md
     assert 'run pending (waiting)' in md, md
+
+
+def test_figure3a_joins_one_run_per_scorer_and_shows_the_pending_ones(tmp_path):
+    "Figure 3a from one run per scorer (the small scale): finished scorers plotted with a verdict on N, the others 'pending'."
+    import pandas as pd
+    results, out = tmp_path / 'results', tmp_path / 'figures'
+    results.mkdir()
+    table, tasks = pd.read_csv(RESULTS_DIR / 'figure3a.csv'), pd.read_csv(RESULTS_DIR / 'figure3a_tasks.csv')
+    scorer = table['label'].str.split('@').str[0]
+    split = []  # the committed all-scorer run, cut into one run per scorer, as the small scale makes them
+    for name in ['sweet', 'judge']:
+        split.append(table[scorer == name].assign(run=f'run-{name}', **{'param.scorers': name}))
+    split = pd.concat(split, ignore_index=True)
+    split_tasks = pd.concat([tasks[tasks['label'].str.startswith(f'{n}@')].assign(run=f'run-{n}') for n in ['sweet', 'judge']],
+                            ignore_index=True)
+    split.to_csv(results / 'figure3a.csv', index=False); split_tasks.to_csv(results / 'figure3a_tasks.csv', index=False)
+    one = table.iloc[0]
+    waiting = [{**one[['study', 'scale', 'notebook']].to_dict(), **one[[c for c in one.index if c.startswith('param.')]].to_dict(),
+                'run': f'run-{n}', 'param.scorers': n} for n in ['value', 'sweet_no_info']]
+    pd.DataFrame(waiting).to_csv(results / 'figure3a_pending.csv', index=False)
+    render_artifacts(results, out, ['figure3a'], runs_dir=tmp_path / 'runs')
+    md = (out / 'figure3a.md').read_text()
+    rows = {l.split(' | ')[0].strip('| '): l for l in md.splitlines() if l.startswith('| ') and not l.startswith('| scorer') and '---' not in l}
+    assert sorted(rows) == ['LLM-as-a-judge', 'SWEET-RL', 'SWEET-RL w/o train-time info', 'value function'], rows
+    assert rows['value function'].split(' | ')[1] == 'pending' and rows['SWEET-RL'].split(' | ')[1] != 'pending', rows
+    assert re.search(r'SWEET-RL at N = \d+ is (above|below|not separable from) N = 1 in tests passed \([+-][\d.]+ \[', md), md
+    assert 'Still running: value function, SWEET-RL w/o train-time info' in md or 'Still running: SWEET-RL w/o train-time info, value function' in md, md
+    assert 'runs pending' in md, md
+    assert (out / 'figure3a.png').is_file()
