@@ -129,3 +129,28 @@ def test_figure3a_joins_one_run_per_scorer_and_shows_the_pending_ones(tmp_path):
     assert 'Still running: value function, SWEET-RL w/o train-time info' in md or 'Still running: SWEET-RL w/o train-time info, value function' in md, md
     assert 'runs pending' in md, md
     assert (out / 'figure3a.png').is_file()
+
+
+def test_mtgrpo_colbench_table_renders_while_mt_grpo_still_trains(tmp_path):
+    "With only GRPO-OR's run collected (`collect --partial`), the ColBench table shows MT-GRPO as 'pending' instead of failing."
+    import shutil
+    import pandas as pd
+    results, out = tmp_path / 'results', tmp_path / 'figures'
+    shutil.copytree(RESULTS_DIR, results, ignore=shutil.ignore_patterns('runs'))
+    base = {'study': 'mtgrpo_colbench', 'scale': 'small', 'run': 'or-run', 'notebook': 'train_mtgrpo', 'commit': 'abc1234567',
+            'dirty': False, 'param.env': 'backend', 'param.mode': 'or', 'param.model': 'qwen2.5-coder-0.5b', 'param.steps': 10,
+            'param.batch_size': 2, 'param.group_size': 4, 'param.lr': 1e-5, 'param.max_turns': 5, 'metric.train_steps': 10,
+            'n_tasks': 2, 'n_episodes': 2}
+    def row(label, passed): return {**base, 'label': label, **{f'{m}{s}': v for m, v in [('tests_passed_pct', passed), ('success_pct', 0.0),
+                                                                                        ('agent_turns', 1.5)] for s, v in [('', v), ('_lo', v), ('_hi', v)]}}
+    pd.DataFrame([row('zero_shot', 10.0), row('trained', 20.0)]).to_csv(results / 'mtgrpo_colbench.csv', index=False)
+    pd.DataFrame([{'run': 'or-run', 'label': l, 'task': t, 'tests_passed': x} for l, xs in [('zero_shot', [0.1, 0.1]), ('trained', [0.2, 0.2])]
+                  for t, x in enumerate(xs)]).to_csv(results / 'mtgrpo_colbench_tasks.csv', index=False)
+    pd.DataFrame([{**{k: base[k] for k in ('study', 'scale', 'notebook', 'param.env', 'param.model')}, 'run': 'mt-run',
+                   'param.mode': 'mt'}]).to_csv(results / 'mtgrpo_colbench_pending.csv', index=False)
+    render_artifacts(results, out, ['mtgrpo'], runs_dir=tmp_path / 'runs')
+    md = (out / 'mtgrpo.md').read_text()
+    line = next(l for l in md.splitlines() if l.startswith('| MT-GRPO (+ SWEET critic turn reward)'))
+    assert line.split(' | ')[1] == 'pending', line
+    assert next(l for l in md.splitlines() if l.startswith('| GRPO-OR (tests passed only)')).split(' | ')[1].startswith('20.0'), md
+    assert 'Still running: MT-GRPO (+ SWEET critic turn reward)' in md and 'run pending (mt-run)' in md, md
