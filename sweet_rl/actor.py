@@ -5,7 +5,6 @@
 # %% ../nbs/13_actor.ipynb #e207eef8
 from __future__ import annotations
 import copy, math, random
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -13,13 +12,13 @@ from typing import Callable, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from .core import Config, JsonlStore, seed_everything, stable_id
+from .core import Config, JsonlStore, stable_id
 from .data import chat_message
-from .models import (LORA_TARGETS, SamplingParams, TransformersBackend, add_lora, encode_conversations, end_of_turn_ids,
-                             generation_prompt_ids, load_model)
+from .models import (LORA_TARGETS, SamplingParams, add_lora, encode_conversations, end_of_turn_ids,
+                             generation_prompt_ids)
 from .data import as_record
-from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, list_checkpoints, example_lengths,
-                            frozen_reference, policy_logprobs, training_arguments, within_length, write_results)
+from .train import (ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations, list_checkpoints, example_lengths,
+                            policy_logprobs, training_arguments, within_length, write_results)
 from .critic import PairConfig, agent_nll, is_success, make_pairs, pair_loss
 from .rollout import score_list, scorer_label
 
@@ -285,29 +284,8 @@ def pair_margins(model, tokenizer, rows:Sequence[dict], # per-turn rows (`sweet_
     return lp[0::2] - lp[1::2]
 
 # %% ../nbs/13_actor.ipynb #75fee79c
-class Actor(SavedWeights):
-    "The policy being trained: a causal LM with a LoRA adapter (or trainable weights), and a backend that generates with it."
-
-    @classmethod
-    def build(cls, config:ActorConfig|None=None, device:str|None=None) -> 'Actor':
-        "A fresh policy: the model with a new LoRA adapter, or trainable weights and a frozen reference copy."
-        cfg = config or ActorConfig()
-        seed_everything(cfg.seed)
-        model, tok = load_model(cfg.model, dtype=cfg.dtype, device=device)
-        if cfg.lora: return cls(add_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets).eval(), tok, cfg)
-        return cls(model.requires_grad_(True), tok, cfg, copy.deepcopy(model).requires_grad_(False).eval())
-
-    @property
-    def device(self): return next(self.model.parameters()).device
-
-    def backend(self, batch_size:int=8) -> TransformersBackend:
-        "A generation backend on the current policy (for candidates and evaluation rollouts)."
-        return TransformersBackend(self.model, self.tokenizer, batch_size=batch_size)
-
-    @contextmanager
-    def initial_policy(self, batch_size:int=8):
-        "Context giving a backend on the policy as it was before training (LoRA: the adapter disabled)."
-        with frozen_reference(self.model, self.ref_model) as lm: yield TransformersBackend(lm, self.tokenizer, batch_size=batch_size)
+class Actor(Policy):
+    "The offline actor: a policy (`build`, `backend`, `initial_policy` from `Policy`) that full fine-tuning pairs with a frozen reference."
 
     def next_round(self) -> 'Actor':
         "Make the trained policy the starting point of another round: fold the adapter in and add a fresh one."
@@ -316,7 +294,7 @@ class Actor(SavedWeights):
         else: self.ref_model = copy.deepcopy(self.model).requires_grad_(False).eval()
         return self
 
-    config_file, config_class = 'actor_config.json', ActorConfig  # `save` and `load` come from `SavedWeights`
+    config_file, config_class = 'actor_config.json', ActorConfig  # `build` and `load` read it, `save` writes it
 
 # %% ../nbs/13_actor.ipynb #4b76782f
 def train_actor(config:ActorConfig, # the policy, the method and its hyperparameters

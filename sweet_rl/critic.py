@@ -434,9 +434,6 @@ class Critic(TrajectoryScoring, SavedWeights):
             model = HeadModel(backbone, causal_lm(backbone).config.get_text_config().hidden_size).to(backbone.device)
         return cls(model.train(False), tok, cfg, ref)
 
-    @property
-    def device(self): return next(self.model.parameters()).device
-
     trainer_class = CriticTrainer  # what `train_critic` trains it with, on batches from `collator()`
     def collator(self) -> CriticCollator:
         c = self.config

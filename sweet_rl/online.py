@@ -4,8 +4,7 @@
 
 # %% ../nbs/13b_online.ipynb #84d4939b
 from __future__ import annotations
-import copy, json, math, random, time, warnings
-from contextlib import contextmanager
+import json, math, random, time, warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
@@ -13,10 +12,10 @@ from typing import Callable, NamedTuple, Sequence
 import torch
 from fastcore.basics import patch
 
-from .core import Config, JsonlStore, atomic_write_text, seed_everything, stable_id
-from .models import TransformersBackend, add_lora, encode_conversations, load_model, token_logprobs, LORA_TARGETS
+from .core import Config, JsonlStore, atomic_write_text, stable_id
+from .models import TransformersBackend, encode_conversations, token_logprobs, LORA_TARGETS
 from .rollout import RolloutConfig, env_factory, run_rollouts
-from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, frozen_reference,
+from .train import (ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations, frozen_reference,
                             list_checkpoints, policy_logprobs, training_arguments, write_results)
 
 # %% auto #0
@@ -394,33 +393,12 @@ def log(self:MTGRPOTrainer, logs:dict, *args, **kwargs):
         self.step_log.append({'id': str(self.state.global_step), 'step': self.state.global_step, **logs})
 
 # %% ../nbs/13b_online.ipynb #a8bc3233
-class OnlinePolicy(SavedWeights):
-    "The policy of an online run: a causal LM with a LoRA adapter (or all weights trainable), and a backend on its current weights."
+class OnlinePolicy(Policy):
+    "The policy of an online run (`build`, `backend`, `initial_policy` from `Policy`); full fine-tuning keeps a frozen copy only for the KL term."
     config_file, config_class = 'policy_config.json', MTGRPOConfig
 
     @classmethod
-    def build(cls, config:MTGRPOConfig|None=None, device:str|None=None) -> 'OnlinePolicy':
-        "A fresh policy: the model with a new LoRA adapter, or trainable weights (and a frozen copy when beta > 0)."
-        cfg = config or MTGRPOConfig()
-        seed_everything(cfg.seed)
-        model, tok = load_model(cfg.model, dtype=cfg.dtype, device=device)
-        if cfg.lora: return cls(add_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets).eval(), tok, cfg)
-        ref = copy.deepcopy(model).requires_grad_(False).eval() if cfg.beta > 0 else None
-        return cls(model.requires_grad_(True), tok, cfg, ref)
-
-    @property
-    def device(self): return next(self.model.parameters()).device
-
-    def backend(self, batch_size:int=8) -> TransformersBackend:
-        "A generation backend on the current weights (evaluation rollouts)."
-        return TransformersBackend(self.model, self.tokenizer, batch_size=batch_size)
-
-    @contextmanager
-    def initial_policy(self, batch_size:int=8):
-        "Context giving a backend on the policy before training: the adapter disabled, the frozen copy, or the model reloaded."
-        if self.config.lora or self.ref_model is not None:
-            with frozen_reference(self.model, self.ref_model) as lm: yield TransformersBackend(lm, self.tokenizer, batch_size=batch_size)
-        else: yield TransformersBackend(load_model(self.config.model, dtype=self.config.dtype, device=str(self.device))[0], self.tokenizer, batch_size=batch_size)
+    def wants_reference(cls, config:MTGRPOConfig) -> bool: return config.beta > 0
 
 # %% ../nbs/13b_online.ipynb #dd3f04c8
 def _cut_logs(run_dir:Path, step:int):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_train.ipynb #98c33643
 from __future__ import annotations
-import json, time, warnings
+import copy, json, time, warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -13,13 +13,13 @@ import torch
 import torch.nn.functional as F
 from transformers import Trainer, TrainerCallback
 
-from .core import atomic_write_text, write_jsonl
-from .models import causal_lm, gather_logprobs, token_logprobs
+from .core import atomic_write_text, seed_everything, write_jsonl
+from .models import TransformersBackend, add_lora, causal_lm, gather_logprobs, load_model, token_logprobs
 
 # %% auto #0
 __all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'policy_logprobs', 'trainable_state', 'ObjectiveTrainer',
            'training_arguments', 'list_checkpoints', 'TimedCheckpoints', 'ProgressFile', 'write_results',
-           'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights']
+           'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights', 'Policy']
 
 # %% ../nbs/09_train.ipynb #7ffe3de4
 def unwrap_model(model):
@@ -199,6 +199,9 @@ class SavedWeights:
         self.model, self.tokenizer, self.config, self.ref_model = model, tokenizer, config, ref_model
         self.saved_path = None  # the folder it was last saved to or loaded from (what a run records as its output)
 
+    @property
+    def device(self): return next(self.model.parameters()).device
+
     def trainable_state(self) -> dict:
         "The trained weights (what `save` writes)."
         return trainable_state(self.model)
@@ -228,3 +231,35 @@ class SavedWeights:
         obj.model.load_state_dict(state, strict=False)
         obj.saved_path = path
         return obj
+
+# %% ../nbs/09_train.ipynb #e967e258
+class Policy(SavedWeights):
+    "A causal LM trained as a policy (a LoRA adapter, or all weights), with generation backends on it."
+    @classmethod
+    def wants_reference(cls, config) -> bool:
+        "Whether full fine-tuning keeps a frozen copy of the starting weights (default: always)."
+        return True
+
+    @classmethod
+    def build(cls, config=None, # the subclass's config (default: `config_class()`)
+              device:str|None=None) -> 'Policy':
+        "A fresh policy: the model with a new LoRA adapter, or trainable weights (and a frozen copy if `wants_reference`)."
+        cfg = config or cls.config_class()
+        seed_everything(cfg.seed)
+        model, tok = load_model(cfg.model, dtype=cfg.dtype, device=device)
+        if cfg.lora: return cls(add_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets).eval(), tok, cfg)
+        ref = copy.deepcopy(model).requires_grad_(False).eval() if cls.wants_reference(cfg) else None
+        return cls(model.requires_grad_(True), tok, cfg, ref)
+
+    def backend(self, batch_size:int=8) -> TransformersBackend:
+        "A generation backend on the current weights (candidates and evaluation rollouts)."
+        return TransformersBackend(self.model, self.tokenizer, batch_size=batch_size)
+
+    @contextmanager
+    def initial_policy(self, batch_size:int=8):
+        "Context giving a backend on the policy before training: the adapter disabled, the frozen copy, or the model reloaded."
+        if self.config.lora or self.ref_model is not None:
+            with frozen_reference(self.model, self.ref_model) as lm: yield TransformersBackend(lm, self.tokenizer, batch_size=batch_size)
+        else:
+            base = load_model(self.config.model, dtype=self.config.dtype, device=str(self.device))[0]
+            yield TransformersBackend(base, self.tokenizer, batch_size=batch_size)

@@ -98,8 +98,6 @@ class VisionCritic(TrajectoryScoring, SavedWeights):
         return cls(model.train(False), AutoProcessor.from_pretrained(path), config, renderer)
 
     @property
-    def device(self): return next(self.model.parameters()).device
-    @property
     def tokenizer(self): return self.processor  # what the Trainer saves beside checkpoints
 
     @property
