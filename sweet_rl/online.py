@@ -22,8 +22,8 @@ from .train import (ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, 
 __all__ = ['ADVANTAGE_EPS', 'MODES', 'ENVS', 'group_normalize', 'mtgrpo_advantages', 'PolicyLoss', 'clipped_policy_loss',
            'Reward', 'EpisodeRewards', 'episode_rewards', 'record_field_reward', 'search_rewards',
            'tests_passed_reward', 'critic_turn_reward', 'MTGRPOConfig', 'Setting', 'online_setting', 'prompt_schedule',
-           'PromptCollator', 'agent_conversations', 'reward_stats', 'MTGRPOTrainer', 'OnlinePolicy', 'train_mtgrpo',
-           'online_metrics']
+           'PromptCollator', 'agent_conversations', 'silent_groups', 'reward_stats', 'MTGRPOTrainer', 'OnlinePolicy',
+           'train_mtgrpo', 'online_metrics']
 
 # %% ../nbs/13b_online.ipynb #bfa0dfed
 ADVANTAGE_EPS = 1e-4  # DESIGN §5: (r - mean) / (std + 1e-4)
@@ -280,6 +280,11 @@ def agent_conversations(records:Sequence[dict], make_env:Callable) -> list[list[
     env = make_env()
     return [env.replay(r['task'], r['dialogue_history']) for r in records]
 
+def silent_groups(advantages:torch.Tensor, # [batch, tokens], groups of `group_size` consecutive episodes
+                  group_size:int) -> float:
+    "Share of groups that teach nothing under the run's mode: every advantage of every episode zero (`flat_groups` looks at total rewards)."
+    return float((advantages.view(-1, group_size * advantages.shape[1]).abs().amax(1) == 0).float().mean())
+
 def reward_stats(er:EpisodeRewards, group_size:int|None=None) -> dict:
     "Means of the raw reward components and of the weighted totals; with groups, the share whose episodes all scored alike."
     total = er.outcome + er.turns.nan_to_num(0).sum(1)
@@ -340,7 +345,7 @@ def collect(self:MTGRPOTrainer, model, task_dicts:list[dict], micro:int) -> dict
     batch['stats'] = {**reward_stats(er, c.group_size), 'agent_tokens': float(agent_tokens.mean()),
                       'agent_turns': float((enc.turn_index.max(1).values + 1).float().mean()), 'episodes': len(records),
                       'advantage_abs': float(adv.abs().sum() / agent_tokens.sum().clamp(min=1)),
-                      'rollout_s': time.perf_counter() - t0}
+                      'silent_groups': silent_groups(adv, c.group_size), 'rollout_s': time.perf_counter() - t0}
     if self.episode_log is not None:
         step = self.state.global_step + 1
         for i, r in enumerate(records):

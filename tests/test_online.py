@@ -209,3 +209,11 @@ def test_a_policy_keeps_a_frozen_copy_only_where_its_method_needs_one(tiny_lm):
         with policy.initial_policy() as base:
             torch.testing.assert_close(dict(base.model.named_parameters())[name], start)
         assert not torch.equal(policy.backend().model.get_parameter(name), start)
+
+
+@pytest.mark.parametrize('mode,silent', [('or', 0.5), ('mr', 0.0), ('mt', 0.0)])
+def test_silent_groups_follow_the_mode_not_the_total_reward(mode, silent):
+    """The hand example's second group has equal outcomes but different turn rewards: GRPO-OR learns nothing from it,
+    while its total rewards differ (so `flat_groups`, on totals, would not flag it)."""
+    from sweet_rl.online import silent_groups
+    assert silent_groups(mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, mode), 2) == silent
