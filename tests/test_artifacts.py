@@ -146,6 +146,8 @@ def test_mtgrpo_colbench_table_renders_while_mt_grpo_still_trains(tmp_path):
     pd.DataFrame([row('zero_shot', 10.0), row('trained', 20.0)]).to_csv(results / 'mtgrpo_colbench.csv', index=False)
     pd.DataFrame([{'run': 'or-run', 'label': l, 'task': t, 'tests_passed': x} for l, xs in [('zero_shot', [0.1, 0.1]), ('trained', [0.2, 0.2])]
                   for t, x in enumerate(xs)]).to_csv(results / 'mtgrpo_colbench_tasks.csv', index=False)
+    pd.DataFrame({'run': 'or-run', 'step': [1, 2, 3, 4], 'reward_tests_passed': [0.0, 0.125, 0.0, 0.25],
+                  'advantage_abs': [0.0, 0.4, 0.0, 0.3]}).to_csv(results / 'mtgrpo_colbench_curves.csv', index=False)
     pd.DataFrame([{**{k: base[k] for k in ('study', 'scale', 'notebook', 'param.env', 'param.model')}, 'run': 'mt-run',
                    'param.mode': 'mt'}]).to_csv(results / 'mtgrpo_colbench_pending.csv', index=False)
     render_artifacts(results, out, ['mtgrpo'], runs_dir=tmp_path / 'runs')
@@ -154,3 +156,5 @@ def test_mtgrpo_colbench_table_renders_while_mt_grpo_still_trains(tmp_path):
     assert line.split(' | ')[1] == 'pending', line
     assert next(l for l in md.splitlines() if l.startswith('| GRPO-OR (tests passed only)')).split(' | ')[1].startswith('20.0'), md
     assert 'Still running: MT-GRPO (+ SWEET critic turn reward)' in md and 'run pending (mt-run)' in md, md
+    assert ('Training, GRPO-OR (tests passed only): the sampled episodes passed 0.0% of tests at the first step and 12.5% over the '
+            'last 3; in 2 of 4 steps every advantage was zero') in md, md
