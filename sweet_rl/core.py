@@ -4,7 +4,8 @@
 
 # %% ../nbs/00_core.ipynb #d3adc9b0
 from __future__ import annotations
-import dataclasses, difflib, hashlib, importlib.metadata, json, os, platform, random, subprocess, sys, time
+import dataclasses, difflib, fcntl, hashlib, importlib.metadata, json, os, platform, random, subprocess, sys, time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, asdict
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -13,9 +14,9 @@ from fastcore.docments import docments
 
 # %% auto #0
 __all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'MANIFEST_PACKAGES', 'RUN_REF', 'cache_dir', 'seed_everything', 'ConfigError',
-           'expand_env', 'Config', 'atomic_write_text', 'stable_id', 'JsonlError', 'read_jsonl', 'write_jsonl',
-           'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_dir_for',
-           'start_run', 'resolve_run_output', 'output_entry', 'artifact_dir']
+           'expand_env', 'Config', 'atomic_write_text', 'Busy', 'file_lock', 'lock_holder', 'stable_id', 'JsonlError',
+           'read_jsonl', 'write_jsonl', 'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest',
+           'run_params', 'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry', 'artifact_dir']
 
 # %% ../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parent if '__file__' in globals() else Path('../sweet_rl').resolve()
@@ -129,6 +130,37 @@ def atomic_write_text(path, text:str) -> Path:
         f.write(text); f.flush(); os.fsync(f.fileno())
     os.replace(tmp, path)
     return path
+
+# %% ../nbs/00_core.ipynb #d6ebc304
+class Busy(RuntimeError):
+    "A lock another process holds (the message names the lock file and the holder's pid)."
+
+@contextmanager
+def file_lock(path, # the lock file (made if missing); the holder's pid is written into it
+              wait:bool=True, # False: raise `Busy` at once when another process holds the lock
+              on_wait=None, # called once before waiting for another process (e.g. to warn)
+             ):
+    "Exclusive advisory lock (`flock`) on `path` for the duration of the block; it goes when the process does, however it ends."
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, 'a+') as f:  # appending: opening never wipes the holder's pid
+        try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not wait: f.seek(0); raise Busy(f"{path} is held by another process (pid {f.read().strip() or '?'})") from None
+            if on_wait: on_wait()
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0); f.truncate(); f.write(str(os.getpid())); f.flush()
+        try: yield
+        finally: f.truncate(0); f.flush(); fcntl.flock(f, fcntl.LOCK_UN)
+
+def lock_holder(path) -> int|None:
+    "The pid of the process holding `file_lock(path)` (0 if it has not written it yet), or None when none holds it."
+    try: f = open(path)
+    except FileNotFoundError: return None
+    with f:
+        try: fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError: text = f.read().strip(); return int(text) if text.isdigit() else 0
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return None
 
 # %% ../nbs/00_core.ipynb #f2385980
 def stable_id(obj) -> str:

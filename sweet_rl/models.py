@@ -4,8 +4,7 @@
 
 # %% ../nbs/02_models.ipynb #b889b4d9
 from __future__ import annotations
-import argparse, concurrent.futures, fcntl, hashlib, json, logging, os, shutil, subprocess, sys, threading, time, warnings, zipfile
-from contextlib import contextmanager
+import argparse, concurrent.futures, hashlib, json, logging, os, shutil, subprocess, sys, threading, time, warnings, zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
@@ -16,7 +15,7 @@ from torch.utils.checkpoint import checkpoint
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
-from .core import Config, atomic_write_text, cache_dir
+from .core import Config, atomic_write_text, cache_dir, file_lock
 
 # %% auto #0
 __all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_BYTES', 'RETRY_STATUS', 'BACKENDS', 'ModelPreset',
@@ -107,13 +106,6 @@ def _convert_gguf(gguf_path:Path, out_dir:Path, dtype=torch.bfloat16):
     if getattr(model, 'hf_quantizer', None): model.hf_quantizer.remove_quantization_config(model)
     model.to(dtype).save_pretrained(out_dir); tok.save_pretrained(out_dir)
 
-@contextmanager
-def _file_lock(path:Path):
-    "Exclusive advisory lock on `path` for the duration of the block."
-    with open(path, 'w') as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try: yield
-        finally: fcntl.flock(f, fcntl.LOCK_UN)
 
 # %% ../nbs/02_models.ipynb #803cabe3
 def _ready(hf_dir:Path, preset:ModelPreset) -> bool:
@@ -130,7 +122,7 @@ def fetch_model(name:str, # preset name, see `PRESETS`
     preset, root = PRESETS[name], preset_dir(name)
     hf_dir, gguf = root / 'hf', root / 'gguf' / preset.gguf_name
     if not force and _ready(hf_dir, preset): return hf_dir
-    with _file_lock(root / '.lock'):
+    with file_lock(root / '.lock'):
         if not force and _ready(hf_dir, preset): return hf_dir  # another process finished while we waited
         if force or not gguf.exists() or _sha256(gguf) != preset.sha256:
             wheels = root / 'wheels'

@@ -13,12 +13,12 @@ from typing import Sequence
 import pandas as pd
 import yaml
 
-from .core import REPO_ROOT, RUN_REF, atomic_write_text, expand_env, resolve_run_output, run_dir_for, stable_id
+from .core import REPO_ROOT, RUN_REF, Busy, atomic_write_text, expand_env, file_lock, lock_holder, resolve_run_output, run_dir_for, stable_id
 from .evaluate import SITTINGS, load_run, note_sitting, run_rows, task_rows
 
 # %% auto #0
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
-           'LIB_DIRS', 'INTERIM', 'ARTIFACTS', 'STUDIES', 'README_START', 'README_END', 'notebook_path',
+           'LIB_DIRS', 'RUNNING', 'INTERIM', 'ARTIFACTS', 'STUDIES', 'README_START', 'README_END', 'notebook_path',
            'notebook_parameters', 'check_params', 'is_finished', 'system_library', 'kernel_allocator', 'preloaded',
            'shared_root', 'run_notebook', 'Study', 'load_scales', 'run_reference', 'expand_study', 'missing_paths',
            'run_study', 'interim_metrics', 'collect_study', 'render_artifacts', 'readme_section', 'update_readme',
@@ -111,27 +111,31 @@ def shared_root(runs_dir:Path):
         if old is None: os.environ.pop('SWEET_RL_RUNS', None)
         else: os.environ['SWEET_RL_RUNS'] = old
 
+RUNNING = '.running'  # a run folder's lock file, held by the process executing it (`core.file_lock`)
+
 def run_notebook(notebook, # name in `nbs/` or `nbs/paper/`, or a path
                  params:dict|None=None, # parameters to set (checked against the notebook's declaration)
                  runs_dir=None, # root of the run directories (default `runs/`)
                  force:bool=False, # run even when a finished run exists
                  progress:bool=True, # papermill's cell progress bar
                 ) -> Path:
-    "Execute the notebook with papermill into its run directory (skipped when finished); return the directory."
+    "Execute the notebook with papermill into its run directory (skipped when finished; `Busy` while another process runs it); return the directory."
     import papermill
     nb = notebook_path(notebook)
     full = check_params(nb, dict(params or {}))
     out = run_dir_for(nb, full, Path(runs_dir).resolve() if runs_dir else None)  # absolute: papermill runs the notebook in its own folder
     if not force and is_finished(out, full): return out
     out.mkdir(parents=True, exist_ok=True)
-    note_sitting(out, out / nb.name)  # the earlier execution, finished or interrupted, before papermill overwrites it
-    try:
-        with preloaded(kernel_allocator()), shared_root(out.parent.parent):  # cpu_allocator.py: glibc malloc page-faults every step's activations anew
-            papermill.execute_notebook(str(nb), str(out / nb.name), parameters={**full, 'out_dir': str(out)}, cwd=str(nb.parent),
-                                       progress_bar=progress, log_output=False)
-    except papermill.PapermillExecutionError as e:
-        raise RuntimeError(f"{nb.name} failed in {out} ({e.ename}: {e.evalue}); the executed notebook is {out / nb.name}") from None
-    finally: note_sitting(out, out / nb.name)
+    with file_lock(out / RUNNING, wait=False):  # `Busy` while another process runs it: two would mix their records
+        if not force and is_finished(out, full): return out  # it finished while we looked
+        note_sitting(out, out / nb.name)  # the earlier execution, finished or interrupted, before papermill overwrites it
+        try:
+            with preloaded(kernel_allocator()), shared_root(out.parent.parent):  # cpu_allocator.py: glibc malloc page-faults every step's activations anew
+                papermill.execute_notebook(str(nb), str(out / nb.name), parameters={**full, 'out_dir': str(out)}, cwd=str(nb.parent),
+                                           progress_bar=progress, log_output=False)
+        except papermill.PapermillExecutionError as e:
+            raise RuntimeError(f"{nb.name} failed in {out} ({e.ename}: {e.evalue}); the executed notebook is {out / nb.name}") from None
+        finally: note_sitting(out, out / nb.name)
     missing = [f for f in ('params.json', 'metrics.json', 'manifest.json') if not (out / f).is_file()]
     if missing: raise RuntimeError(f"{nb.name} finished without writing {missing} into {out}")
     return out
@@ -267,7 +271,10 @@ def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=Fals
     for i, (nb, p) in enumerate(runs):
         print(f"[{study.name} {i + 1}/{len(runs)}] {nb} {json.dumps(p, sort_keys=True)}", flush=True)
         for v in p.values(): resolve_run_output(v, run_dir_for(nb, p, runs_dir).parent.parent)  # another run's output: that run must have finished
-        out.append(run_notebook(nb, p, runs_dir, force, progress))
+        try: out.append(run_notebook(nb, p, runs_dir, force, progress))
+        except Busy as e:  # another worker has it (`--part`, or a second `run` of the same study): go on with the rest
+            print(f"[{study.name} {i + 1}/{len(runs)}] skipped: {e}", flush=True)
+            out.append(run_dir_for(nb, check_params(nb, p, declared[nb]), runs_dir))
     return out
 
 # %% ../nbs/16_pipeline.ipynb #e80273e8
@@ -459,7 +466,7 @@ def _progress(run:Path) -> str:
     return ', '.join(p for p in parts if p)
 
 def study_status(study:Study|str, scale:str='smoke', runs_dir=None, archive_dir=None) -> pd.DataFrame:
-    "Each run of `study` at `scale`: its id, notebook, what sets it apart, and its state (finished, archived, started, not started)."
+    "Each run of `study` at `scale`: its id, notebook, what sets it apart, and its state (finished, archived, running, started, not started)."
     study = study if isinstance(study, Study) else Study.load(study)
     runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
     runs, rows, declared = expand_study(study, scale), [], {}
@@ -470,6 +477,7 @@ def study_status(study:Study|str, scale:str='smoke', runs_dir=None, archive_dir=
         d = run_dir_for(nb, check_params(nb, p, declared.setdefault(nb, notebook_parameters(nb))), runs_dir)
         if (d / 'metrics.json').is_file(): state, detail = 'finished', ''
         elif (archive_dir / d.relative_to(runs_dir) / 'metrics.json').is_file(): state, detail = 'archived', 'run `restore`'
+        elif d.is_dir() and (pid := lock_holder(d / RUNNING)) is not None: state, detail = 'running', f"pid {pid or '?'}, {_progress(d)}"
         elif d.is_dir(): state, detail = 'started', _progress(d)
         elif (archive_dir / d.relative_to(runs_dir) / 'params.json').is_file(): state, detail = 'started', 'its records are archived: run `restore`'
         else: state, detail = 'not started', ''

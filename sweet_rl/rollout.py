@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_rollout.ipynb #c5b8624c
 from __future__ import annotations
-import ast, copy, fcntl, html, json, math, random, re, statistics, time, warnings
+import ast, copy, html, json, math, random, re, statistics, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from tqdm.auto import tqdm
 
-from .core import Config, JsonlStore, artifact_dir, stable_id, seed_everything
+from .core import Config, JsonlStore, artifact_dir, file_lock, stable_id, seed_everything
 from .data import dialogue_turns
 from .models import Completion, GenerationBackend, SamplingParams
 from .envs.backend import ANSWER_MARK
@@ -160,13 +160,9 @@ class CandidatePool:
     def _locked(self):
         "Hold the pool's file lock (`.<name>.lock` beside it): one process at a time reads, samples and appends."
         if self.store is None: yield; return
-        with open(self.store.path.with_name(f'.{self.store.path.name}.lock'), 'w') as f:
-            try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                warnings.warn(f"{self.store.path}: another process is drawing from this pool; waiting for it")
-                fcntl.flock(f, fcntl.LOCK_EX)
-            try: self._sync(); yield
-            finally: fcntl.flock(f, fcntl.LOCK_UN)
+        waiting = lambda: warnings.warn(f"{self.store.path}: another process is drawing from this pool; waiting for it")
+        with file_lock(self.store.path.with_name(f'.{self.store.path.name}.lock'), on_wait=waiting):
+            self._sync(); yield
 
     def key(self, observation:list, params:SamplingParams) -> str:
         "The pool's key of one agent state: the conversation the agent sees and how it samples (the seed aside)."

@@ -158,3 +158,21 @@ def test_a_runs_dir_also_holds_the_shared_stores_its_notebooks_make(tmp_path, mo
     shared = Path(json.loads((out / 'metrics.json').read_text())['shared'])
     assert shared.parent.parent == tmp_path / 'study' / 'shared', shared
     assert os.environ['SWEET_RL_RUNS'] == str(tmp_path / 'elsewhere')  # the caller's setting is back
+
+def test_a_run_another_process_is_running_is_left_to_it(tmp_path, monkeypatch):
+    "Two processes on one run would mix its records: the second is refused, naming the first; `run_study` goes on with the other runs; `status` says 'running'."
+    from sweet_rl.core import Busy, file_lock
+    from sweet_rl.pipeline import RUNNING, run_notebook, study_status
+    nb, runs = _tiny_notebook(tmp_path), tmp_path / 'runs'
+    monkeypatch.setattr('sweet_rl.pipeline.NBS_DIR', nb.parent)  # a study names its notebooks by their names in nbs/
+    study = Study.from_dict({'name': 't', 'runs': [{'notebook': 'tiny', 'grid': {'x': [4, 5]}}]})
+    held, free = run_study(study, 'smoke', runs, dry_run=True)
+    with file_lock(held / RUNNING):  # as another process running x=4 would hold it
+        with pytest.raises(Busy, match=f'held by another process \\(pid {os.getpid()}\\)'): run_notebook(nb, {'x': 4}, runs, progress=False)
+        assert not (held / 'metrics.json').exists()
+        assert list(study_status(study, 'smoke', runs, tmp_path / 'archive')['state']) == ['running', 'not started']
+        assert run_study(study, 'smoke', runs, progress=False) == [held, free]
+        assert (free / 'metrics.json').is_file() and not (held / 'metrics.json').exists()
+    assert list(study_status(study, 'smoke', runs, tmp_path / 'archive')['state']) == ['started', 'finished']
+    run_study(study, 'smoke', runs, progress=False)
+    assert (held / 'metrics.json').is_file()
