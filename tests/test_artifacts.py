@@ -157,4 +157,4 @@ def test_mtgrpo_colbench_table_renders_while_mt_grpo_still_trains(tmp_path):
     assert next(l for l in md.splitlines() if l.startswith('| GRPO-OR (tests passed only)')).split(' | ')[1].startswith('20.0'), md
     assert 'Still running: MT-GRPO (+ SWEET critic turn reward)' in md and 'run pending (mt-run)' in md, md
     assert ('Training, GRPO-OR (tests passed only): the sampled episodes passed 0.0% of tests at the first step and 12.5% over the '
-            'last 3; in 2 of 4 steps every advantage was zero') in md, md
+            'last 3; in 2 of 4 steps every advantage was zero (each group\'s episodes earned the same reward): a zero gradient') in md, md
