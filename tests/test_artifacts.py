@@ -144,7 +144,7 @@ def test_mtgrpo_colbench_table_renders_while_mt_grpo_still_trains(tmp_path):
     def row(label, passed): return {**base, 'label': label, **{f'{m}{s}': v for m, v in [('tests_passed_pct', passed), ('success_pct', 0.0),
                                                                                         ('agent_turns', 1.5)] for s, v in [('', v), ('_lo', v), ('_hi', v)]}}
     pd.DataFrame([row('zero_shot', 10.0), row('trained', 20.0)]).to_csv(results / 'mtgrpo_colbench.csv', index=False)
-    pd.DataFrame([{'run': 'or-run', 'label': l, 'task': t, 'tests_passed': x} for l, xs in [('zero_shot', [0.1, 0.1]), ('trained', [0.2, 0.2])]
+    pd.DataFrame([{'run': 'or-run', 'label': l, 'task_id': f't{t}', 'tests_passed': x} for l, xs in [('zero_shot', [0.1, 0.1]), ('trained', [0.2, 0.2])]
                   for t, x in enumerate(xs)]).to_csv(results / 'mtgrpo_colbench_tasks.csv', index=False)
     pd.DataFrame({'run': 'or-run', 'step': [1, 2, 3, 4], 'reward_tests_passed': [0.0, 0.125, 0.0, 0.25],
                   'advantage_abs': [0.0, 0.4, 0.0, 0.3]}).to_csv(results / 'mtgrpo_colbench_curves.csv', index=False)
@@ -158,3 +158,4 @@ def test_mtgrpo_colbench_table_renders_while_mt_grpo_still_trains(tmp_path):
     assert 'Still running: MT-GRPO (+ SWEET critic turn reward)' in md and 'run pending (mt-run)' in md, md
     assert ('Training, GRPO-OR (tests passed only): the sampled episodes passed 0.0% of tests at the first step and 12.5% over the '
             'last 3; in 2 of 4 steps every advantage was zero (each group\'s episodes earned the same reward): a zero gradient') in md, md
+    assert '- Tests passed: GRPO-OR 20.0 [20.0, 20.0] is above zero-shot (before training) 10.0 [10.0, 10.0] (+10.0 [10.0, 10.0] points over 2 tasks).' in md, md
