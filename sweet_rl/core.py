@@ -153,7 +153,7 @@ def file_lock(path, # the lock file (made if missing); the holder's pid is writt
         finally: f.truncate(0); f.flush(); fcntl.flock(f, fcntl.LOCK_UN)
 
 def lock_holder(path) -> int|None:
-    "The pid of the process holding `file_lock(path)` (0 if it has not written it yet), or None when none holds it."
+    "The pid of the process holding `file_lock(path)` (0 if it has not written it yet), or None when none holds it (a shared lock, held for an instant)."
     try: f = open(path)
     except FileNotFoundError: return None
     with f:

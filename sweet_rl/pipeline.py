@@ -274,7 +274,7 @@ def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=Fals
         try: out.append(run_notebook(nb, p, runs_dir, force, progress))
         except Busy as e:  # another worker has it (`--part`, or a second `run` of the same study): go on with the rest
             print(f"[{study.name} {i + 1}/{len(runs)}] skipped: {e}", flush=True)
-            out.append(run_dir_for(nb, check_params(nb, p, declared[nb]), runs_dir))
+            out.append(run_dir_for(nb, check_params(nb, p, declared[nb]), Path(runs_dir).resolve() if runs_dir else None))  # as `run_notebook` gives it
     return out
 
 # %% ../nbs/16_pipeline.ipynb #e80273e8
