@@ -16,10 +16,10 @@ from .render import win_rate
 # %% auto #0
 __all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'SITTINGS',
            'FIGURE_STYLE', 'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci', 'win_rate_ci',
-           'paired_difference_ci', 'candidate_rewards', 'ranking_check', 'load_run', 'task_rows', 'execution_record',
-           'note_sitting', 'run_wall_time', 'run_rows', 'markdown_table', 'select_runs', 'pending_runs', 'has_run',
-           'fmt_ci', 'compare_ci', 'paired_verdict', 'row_value', 'row_ci', 'row_tasks', 'describe_training',
-           'provenance', 'new_figure', 'save_figure']
+           'paired_difference_ci', 'candidate_rewards', 'ranking_check', 'critic_choices', 'load_run', 'task_rows',
+           'execution_record', 'note_sitting', 'run_wall_time', 'run_rows', 'markdown_table', 'select_runs',
+           'pending_runs', 'has_run', 'fmt_ci', 'compare_ci', 'paired_verdict', 'row_value', 'row_ci', 'row_tasks',
+           'describe_training', 'provenance', 'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -170,6 +170,44 @@ def ranking_check(records:Sequence[dict], # from `sample_candidates`
             if c is not None and r is not None and c != r: kinds['better_answer' if c > r else 'worse_answer'] += 1
         out |= {'taught_pairs': len(pairs), **{f'taught_{k}': v for k, v in kinds.items()}}
     return out
+
+# %% ../nbs/14_evaluate.ipynb #70ef21ec
+def _best(scores:Sequence[float]) -> int: return max(range(len(scores)), key=lambda i: (scores[i], -i))  # ties: the first
+
+def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): its `shared/scores` and `shared/critic`
+                  ) -> pd.DataFrame:
+    """One row per scores store: the critic's settings, its `states`, and `same_best`, the states where it ranks first the
+    candidate the reference critic (SWEET-RL's head and normalization, with training-time information, the most episodes)
+    ranks first on the same candidates (NaN where that set has no reference)."""
+    shared = Path(runs_dir) / 'shared'
+    rows = []
+    for params_path in sorted((shared / 'scores').glob('*/params.json')):
+        store = json.loads(params_path.read_text())
+        for key in ('candidates', 'critic'):
+            if key not in store: raise ValueError(f"{params_path}: no {key!r} field (a scores store names its candidates and critic)")
+        critic_params = shared / 'critic' / store['critic'] / 'params.json'
+        if not critic_params.is_file(): raise FileNotFoundError(f"{critic_params}: the settings of critic {store['critic']} (archive it with `pipeline archive`)")
+        c = json.loads(critic_params.read_text())
+        cfg = c.get('config', {})
+        picks = {}
+        for n, r in read_jsonl(params_path.parent / 'scores.jsonl'):
+            if not (isinstance(r, dict) and 'record' in r and isinstance(r.get('scores'), list) and r['scores']):
+                raise ValueError(f"{params_path.parent / 'scores.jsonl'}:{n}: needs 'record' and a non-empty 'scores' list")
+            picks[r['record']] = _best(r['scores'])
+        rows.append({'candidates': store['candidates'], 'critic': store['critic'], 'head': cfg.get('head'),
+                     'normalization': cfg.get('normalization'), 'use_hidden_info': cfg.get('use_hidden_info'),
+                     'n_trajectories': c.get('n_trajectories'), 'states': len(picks), 'picks': picks})
+    out = pd.DataFrame(rows, columns=['candidates', 'critic', 'head', 'normalization', 'use_hidden_info', 'n_trajectories', 'states', 'picks'])
+    out['reference'], out['same_best'] = None, float('nan')
+    for cand, group in out.groupby('candidates'):
+        ref = group[(group['head'] == 'sweet') & (group['normalization'] == 'paper') & (group['use_hidden_info'] == True)]
+        if ref.empty: continue
+        ref = ref.sort_values('n_trajectories', kind='stable').iloc[-1]
+        for i, row in group.iterrows():
+            common = [k for k in row['picks'] if k in ref['picks']]
+            out.at[i, 'reference'], out.at[i, 'same_best'] = ref['critic'], sum(row['picks'][k] == ref['picks'][k] for k in common)
+    return out.drop(columns='picks').sort_values(['candidates', 'head', 'normalization', 'use_hidden_info', 'n_trajectories'],
+                                                 kind='stable', ignore_index=True)
 
 # %% ../nbs/14_evaluate.ipynb #e50ef939
 def load_run(run_dir) -> dict:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_pipeline.ipynb #5b74cd2d
 from __future__ import annotations
-import argparse, ast, copy, difflib, itertools, json, os, sys, time, warnings
+import argparse, ast, difflib, itertools, json, os, sys, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -389,12 +389,15 @@ def _resumable(folder:Path) -> list[Path]:
     return sorted(p for p in folder.glob('*') if p.is_file() and (p.suffix == '.jsonl' or p.name == 'params.json'))
 
 def _archivable(runs_dir:Path) -> list[tuple[Path, list[Path]]]:
-    "Each run folder under `runs_dir` (finished: its small outputs; started: what it resumes from) and each shared rollouts, candidates and scores store, with its files to archive."
+    """Each run folder under `runs_dir` (finished: its small outputs; started: what it resumes from), each shared rollouts,
+    candidates and scores store, and each shared critic's `params.json` alone (what a critic id in a scores store stands
+    for; without its weights a restored critic trains again), with its files to archive."""
     runs = {p.parent for pattern in ('*/*/metrics.json', '*/*/params.json') for p in runs_dir.glob(pattern)
             if p.parent.parent.name not in ('shared', 'artifacts')}
     shared = [p for kind in ('rollouts', 'candidates', 'scores') for p in (runs_dir / 'shared' / kind).glob('*') if p.is_dir()]
+    critics = [(p.parent, [p]) for p in (runs_dir / 'shared' / 'critic').glob('*/params.json')]
     return sorted([(d, _portable(d) if (d / 'metrics.json').is_file() else _resumable(d)) for d in runs]
-                  + [(d, _portable(d)) for d in shared])
+                  + [(d, _portable(d)) for d in shared] + critics)
 
 def _packed(rel:Path) -> Path: return rel.with_name(rel.name + '.gz')
 
