@@ -14,9 +14,10 @@ from fastcore.docments import docments
 
 # %% auto #0
 __all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'MANIFEST_PACKAGES', 'RUN_REF', 'cache_dir', 'seed_everything', 'ConfigError',
-           'expand_env', 'Config', 'atomic_write_text', 'Busy', 'file_lock', 'lock_holder', 'stable_id', 'JsonlError',
-           'read_jsonl', 'write_jsonl', 'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest',
-           'run_params', 'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry', 'artifact_dir']
+           'expand_env', 'Config', 'atomic_write_text', 'Busy', 'file_lock', 'lock_holder', 'stable_id', 'best_index',
+           'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore', 'git_state', 'device_info', 'run_manifest',
+           'write_manifest', 'run_params', 'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry',
+           'artifact_dir']
 
 # %% ../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parent if '__file__' in globals() else Path('../sweet_rl').resolve()
@@ -167,6 +168,12 @@ def stable_id(obj) -> str:
     "Short content hash of a JSON-serialisable object (key order does not matter)."
     blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(',', ':'))
     return hashlib.sha256(blob.encode('utf-8')).hexdigest()[:16]
+
+def best_index(scores:Sequence) -> int:
+    "Index of the highest score, the first among ties; a missing score (None or NaN) is never above a real one."
+    if not len(scores): raise ValueError("no scores to choose from")
+    missing = lambda s: s is None or s != s
+    return max(range(len(scores)), key=lambda i: (not missing(scores[i]), 0 if missing(scores[i]) else scores[i], -i))
 
 class JsonlError(ValueError):
     "A JSONL file with a line that is not valid JSON (names the file and line)."

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from .core import JsonlStore, atomic_write_text, read_jsonl, stable_id
+from .core import JsonlStore, atomic_write_text, best_index, read_jsonl, stable_id
 from .render import win_rate
 
 # %% auto #0
@@ -172,8 +172,6 @@ def ranking_check(records:Sequence[dict], # from `sample_candidates`
     return out
 
 # %% ../nbs/14_evaluate.ipynb #70ef21ec
-def _best(scores:Sequence[float]) -> int: return max(range(len(scores)), key=lambda i: (scores[i], -i))  # ties: the first
-
 def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): its `shared/scores` and `shared/critic`
                   ) -> pd.DataFrame:
     """One row per scores store: the critic's settings, its `states`, and `same_best`, the states where it ranks first the
@@ -193,13 +191,13 @@ def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): it
         for n, r in read_jsonl(params_path.parent / 'scores.jsonl'):
             if not (isinstance(r, dict) and 'record' in r and isinstance(r.get('scores'), list) and r['scores']):
                 raise ValueError(f"{params_path.parent / 'scores.jsonl'}:{n}: needs 'record' and a non-empty 'scores' list")
-            picks[r['record']] = _best(r['scores'])
+            picks[r['record']] = best_index(r['scores'])  # the first among ties, as Best-of-N picks
         rows.append({'candidates': store['candidates'], 'critic': store['critic'], 'head': cfg.get('head'),
                      'normalization': cfg.get('normalization'), 'use_hidden_info': cfg.get('use_hidden_info'),
                      'n_trajectories': c.get('n_trajectories'), 'states': len(picks), 'picks': picks})
     out = pd.DataFrame(rows, columns=['candidates', 'critic', 'head', 'normalization', 'use_hidden_info', 'n_trajectories', 'states', 'picks'])
     out['reference'], out['same_best'] = None, float('nan')
-    for cand, group in out.groupby('candidates'):
+    for _, group in out.groupby('candidates'):
         ref = group[(group['head'] == 'sweet') & (group['normalization'] == 'paper') & (group['use_hidden_info'] == True)]
         if ref.empty: continue
         ref = ref.sort_values('n_trajectories', kind='stable').iloc[-1]

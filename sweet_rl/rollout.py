@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from tqdm.auto import tqdm
 
-from .core import Config, JsonlStore, artifact_dir, file_lock, stable_id, seed_everything
+from .core import Config, JsonlStore, artifact_dir, best_index, file_lock, stable_id, seed_everything
 from .data import dialogue_turns
 from .models import Completion, GenerationBackend, SamplingParams
 from .envs.backend import ANSWER_MARK
@@ -125,7 +125,7 @@ def _best_of(ep:_Episode, candidates:list, scorer) -> str:
     "Score the candidates of one episode's turn, log the scores in its `bon` field, and return the best (first among ties)."
     env = ep.env
     scores = score_list(scorer, env.task.to_dict(), env.history, candidates)
-    chosen = max(range(len(scores)), key=lambda i: -math.inf if math.isnan(scores[i]) else scores[i])
+    chosen = best_index(scores)
     ep.fields['bon'].append({'turn': env.agent_turns, 'scores': [None if math.isnan(s) else s for s in scores], 'chosen': chosen})
     return candidates[chosen]
 
