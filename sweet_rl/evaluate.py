@@ -187,8 +187,8 @@ def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): it
         if not critic_params.is_file(): raise FileNotFoundError(f"{critic_params}: the settings of critic {store['critic']} (archive it with `pipeline archive`)")
         c = json.loads(critic_params.read_text())
         cfg = c.get('config', {})
-        picks = {}
-        for n, r in read_jsonl(params_path.parent / 'scores.jsonl'):
+        picks, lines = {}, params_path.parent / 'scores.jsonl'
+        for n, r in read_jsonl(lines) if lines.is_file() else ():  # a store made but not written yet: no states
             if not (isinstance(r, dict) and 'record' in r and isinstance(r.get('scores'), list) and r['scores']):
                 raise ValueError(f"{params_path.parent / 'scores.jsonl'}:{n}: needs 'record' and a non-empty 'scores' list")
             picks[r['record']] = best_index(r['scores'])  # the first among ties, as Best-of-N picks
