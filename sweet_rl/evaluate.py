@@ -190,7 +190,7 @@ def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): it
         picks, lines = {}, params_path.parent / 'scores.jsonl'
         for n, r in read_jsonl(lines) if lines.is_file() else ():  # a store made but not written yet: no states
             if not (isinstance(r, dict) and 'record' in r and isinstance(r.get('scores'), list) and r['scores']):
-                raise ValueError(f"{params_path.parent / 'scores.jsonl'}:{n}: needs 'record' and a non-empty 'scores' list")
+                raise ValueError(f"{lines}:{n}: needs 'record' and a non-empty 'scores' list")
             picks[r['record']] = best_index(r['scores'])  # the first among ties, as Best-of-N picks
         rows.append({'candidates': store['candidates'], 'critic': store['critic'], 'head': cfg.get('head'),
                      'normalization': cfg.get('normalization'), 'use_hidden_info': cfg.get('use_hidden_info'),
