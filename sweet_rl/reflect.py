@@ -181,10 +181,14 @@ def left_padded(rows:Sequence[Sequence[int]], pad:int, device) -> tuple[torch.Te
 # %% ../nbs/13c_reflect.ipynb #88298e4f
 def label_logprobs(model, tokenizer, prompts:Sequence[str], # policy prompts (`policy_prompt`)
                    n_actions:Sequence[int], # valid actions of each prompt: its labels are the first n of `LABELS`
-                   batch_size:int=8) -> list[torch.Tensor]:
+                   batch_size:int=8,
+                   alone:bool|None=None, # run each prompt on its own (no padding); None: on a CPU
+                  ) -> list[torch.Tensor]:
     "Log-probabilities over each prompt's valid labels only (the output layer narrowed to them), `[n]` each."
     labels, out = torch.tensor(label_ids(tokenizer)), []
     dev = next(model.parameters()).device
+    if alone is None: alone = dev.type == 'cpu'
+    if alone: batch_size = 1
     for s in range(0, len(prompts), batch_size):
         ids, mask, pos = left_padded([generation_prompt_ids(tokenizer, [{'role': 'user', 'content': p}]) for p in prompts[s:s + batch_size]], pad_id(tokenizer), dev)
         last = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=1).logits[:, -1].float()
