@@ -6,7 +6,7 @@ score difference; not a test.
     python benchmarks/critic_scoring.py                        # N=16, ~1,500-token context, ~60-token candidates
     python benchmarks/critic_scoring.py --dtype bfloat16 --json out.json
 """
-import argparse, json, platform, random, sys, time
+import argparse, json, platform, random, time
 
 import torch
 from peft import LoraConfig, get_peft_model

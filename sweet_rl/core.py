@@ -4,9 +4,9 @@
 
 # %% ../nbs/00_core.ipynb #d3adc9b0
 from __future__ import annotations
-import dataclasses, difflib, fcntl, hashlib, importlib.metadata, json, os, platform, random, subprocess, sys, time
+import difflib, fcntl, hashlib, importlib.metadata, json, os, platform, random, subprocess, sys, time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, asdict
+from dataclasses import dataclass, fields, asdict
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 

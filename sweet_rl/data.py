@@ -12,7 +12,7 @@ from typing import ClassVar, Iterable, Iterator, Sequence
 from fastcore.basics import patch
 from tqdm import tqdm
 
-from .core import ASSETS_DIR, REPO_ROOT, JsonlError, atomic_write_text, read_jsonl, stable_id
+from .core import ASSETS_DIR, JsonlError, atomic_write_text, read_jsonl, stable_id
 
 # %% auto #0
 __all__ = ['BACKEND_ONLY', 'SIGNATURE_MARKER', 'KINDS', 'TASK_CLASSES', 'OFFLINE_TRAJECTORIES', 'SAMPLE_DIR', 'SAMPLE_SPLITS',

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, concurrent.futures, hashlib, json, logging, os, shutil, subprocess, sys, threading, time, warnings, zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F

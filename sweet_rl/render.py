@@ -650,7 +650,7 @@ class ClipSimilarity(PageSimilarity):
 @patch
 def _load_open_clip(self:ClipSimilarity, path:str, tag_cfg:dict|None=None):
     "An open_clip model whose every weight comes from `path` (strict loading)."
-    import open_clip, torch
+    import open_clip
     tag_cfg = tag_cfg or {}
     try:
         model = open_clip.create_model(self.model_name, pretrained=path, device=self.device, require_pretrained=True,

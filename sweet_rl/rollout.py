@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_rollout.ipynb #c5b8624c
 from __future__ import annotations
-import ast, copy, html, json, math, random, re, statistics, time, warnings
+import ast, copy, html, json, math, random, re, statistics, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path

@@ -8,7 +8,6 @@ import atexit, builtins, collections, ctypes, datetime, decimal, gc, importlib, 
 import random, re, resource, select, shutil, signal, socket, stat, struct, subprocess, sys, tempfile, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from fastcore.basics import patch
