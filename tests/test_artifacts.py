@@ -126,6 +126,10 @@ def test_figure3a_joins_one_run_per_scorer_and_shows_the_pending_ones(tmp_path):
     assert sorted(rows) == ['LLM-as-a-judge', 'SWEET-RL', 'SWEET-RL w/o train-time info', 'value function'], rows
     assert rows['value function'].split(' | ')[1] == 'pending' and rows['SWEET-RL'].split(' | ')[1] != 'pending', rows
     assert re.search(r'SWEET-RL at N = \d+ is (above|below|not separable from) N = 1 in tests passed \([+-][\d.]+ \[', md), md
+    # the two relabelled scorers made the same choices, so the scorers' comparison at the largest N is a tie
+    assert re.search(r'at N = \d+ SWEET-RL is not separable from LLM-as-a-judge \(\+0\.0 \[0\.0, 0\.0\] points over \d+ tasks\)', md), md
+    turns = ', '.join(f'{v:.2f}' for v in mine.assign(n=mine['label'].str.split('@').str[1].astype(int)).sort_values('n')['agent_turns'])
+    assert f'LLM-as-a-judge {turns} (' in md and f'; SWEET-RL {turns} (' in md, md
     assert 'Still running: value function, SWEET-RL w/o train-time info' in md or 'Still running: SWEET-RL w/o train-time info, value function' in md, md
     assert 'runs pending' in md, md
     assert (out / 'figure3a.png').is_file()
