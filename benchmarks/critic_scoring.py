@@ -1,12 +1,15 @@
 """Critic scoring of N candidate next actions after one long shared context: the cached path of
 `sweet_rl.critic.score_candidates` (context run once per model, key-value cache reused) against scoring each candidate
 on its own full sequence (`score_candidates_full`, batched the same way). Prints times, their ratio and the largest
-score difference; not a test.
+score difference; not a test. Also the peak memory each path adds (resident set, sampled every 10 ms), and the cached
+path with the candidates' logits projected all at once (`chunk_tokens=None`, the code before issue 14's Figure 3a
+ran out of 24 GB): its time and memory against the chunked default.
 
     python benchmarks/critic_scoring.py                        # N=16, ~1,500-token context, ~60-token candidates
     python benchmarks/critic_scoring.py --dtype bfloat16 --json out.json
+    python benchmarks/critic_scoring.py --model qwen2.5-coder-0.5b --candidate-tokens 380   # Figure 3a's answers
 """
-import argparse, json, platform, random, time
+import argparse, json, os, platform, random, threading, time
 
 import torch
 from peft import LoraConfig, get_peft_model
@@ -42,11 +45,22 @@ def make_case(tok, context_tokens:int, n:int, cand_tokens:int, seed:int=0):
     return task, history, cands
 
 
+def rss() -> int:
+    "Resident set size of this process, bytes (Linux)."
+    with open('/proc/self/statm') as f: return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
+
+
 def timed(fn, repeats:int):
-    best = float('inf')
+    "Best time of `repeats` calls, the last call's result, and the most memory any call added above where it started."
+    best, added = float('inf'), 0
     for _ in range(repeats):
+        start, peak, done = rss(), [0], threading.Event()
+        def watch():
+            while not done.is_set(): peak[0] = max(peak[0], rss()); time.sleep(0.01)
+        w = threading.Thread(target=watch, daemon=True); w.start()
         t0 = time.perf_counter(); out = fn(); best = min(best, time.perf_counter() - t0)
-    return best, out
+        done.set(); w.join(); added = max(added, peak[0] - start)
+    return best, out, added
 
 
 def main(argv=None):
@@ -75,13 +89,19 @@ def main(argv=None):
     cand_len = (enc.turn_index == k).sum(-1).float()
     kw = dict(batch_size=args.batch_size)
     score_candidates(critic, tok, task, history, cands[:2], **kw)  # warm-up
-    t_full, full = timed(lambda: score_candidates_full(critic, tok, task, history, cands, **kw), args.repeats)
-    t_cached, cached = timed(lambda: score_candidates(critic, tok, task, history, cands, **kw), args.repeats)
+    t_full, full, m_full = timed(lambda: score_candidates_full(critic, tok, task, history, cands, **kw), args.repeats)
+    t_cached, cached, m_cached = timed(lambda: score_candidates(critic, tok, task, history, cands, **kw), args.repeats)
+    t_whole, whole, m_whole = timed(lambda: score_candidates(critic, tok, task, history, cands, chunk_tokens=None, **kw), args.repeats)
+    gb = lambda b: round(b / 2**30, 2)
     res = dict(model=args.model, dtype=args.dtype, device=str(base.device), torch_threads=torch.get_num_threads(),
                cpu=platform.processor() or platform.machine(), n_candidates=args.n,
                context_tokens=int(lengths.min() - cand_len.max()), mean_candidate_tokens=round(float(cand_len.mean()), 1),
                full_s=round(t_full, 3), cached_s=round(t_cached, 3), speedup=round(t_full / t_cached, 2),
-               max_abs_diff=float((full - cached).abs().max()), target='speedup >= 5, max_abs_diff <= 1e-4')
+               max_abs_diff=float((full - cached).abs().max()), target='speedup >= 5, max_abs_diff <= 1e-4',
+               vocab=len(tok), full_peak_gb=gb(m_full), cached_peak_gb=gb(m_cached),
+               unchunked_s=round(t_whole, 3), unchunked_peak_gb=gb(m_whole),
+               chunked_vs_unchunked_time=round(t_cached / t_whole, 2), chunked_vs_unchunked_memory=round(m_cached / max(1, m_whole), 2),
+               chunked_vs_unchunked_max_abs_diff=float((whole - cached).abs().max()))
     for key, v in res.items(): print(f"{key:22s} {v}")
     if args.json:
         with open(args.json, 'w') as f: json.dump(res, f, indent=2)

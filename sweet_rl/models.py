@@ -27,7 +27,7 @@ __all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_
            'drop_first_positions', 'GenerationError', 'OpenAIBackend', 'VLLMBackend', 'BackendConfig',
            'parse_backend_spec', 'make_backend', 'assistant_char_spans', 'EncodedConversations',
            'turn_index_from_offsets', 'encode_conversations', 'causal_lm', 'gather_logprobs', 'token_logprobs',
-           'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn', 'main']
+           'cached_logprobs', 'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn', 'main']
 
 # %% ../nbs/02_models.ipynb #4661c1c3
 @dataclass(frozen=True)
@@ -849,6 +849,20 @@ def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids
         h, t = hidden[:, s:s + chunk_size], targets[:, s:s + chunk_size]
         parts.append(checkpoint(_chunk_logprobs, head, h, t, use_reentrant=False) if recompute else _chunk_logprobs(head, h, t))
     return F.pad(torch.cat(parts, 1), (1, 0))
+
+def cached_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids that continue the cached context
+                    attention_mask:torch.Tensor, # [B, cached + T], 1 for real tokens
+                    past_key_values, # the context's key-value cache, one row per batch row (extended in place)
+                    chunk_tokens:int|None=1024, # row-positions projected to the vocabulary at a time; None: all at once
+                   ) -> torch.Tensor:
+    "`out[b, t] = log p(input_ids[b, t + 1] | context, input_ids[b, :t + 1])`, `[B, T - 1]` float32, inference only."
+    lm, targets = causal_lm(model), input_ids[:, 1:]
+    kw = dict(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values, use_cache=True)
+    if chunk_tokens is None or not _chunkable(lm): return gather_logprobs(model(**kw).logits[:, :-1].float(), targets)
+    hidden, head = lm.base_model(**kw).last_hidden_state[:, :-1], lm.get_output_embeddings()
+    step = max(1, chunk_tokens // max(1, input_ids.shape[0]))
+    return torch.cat([_chunk_logprobs(head, hidden[:, s:s + step], targets[:, s:s + step]) for s in range(0, hidden.shape[1], step)]
+                     + [hidden.new_zeros(input_ids.shape[0], 0, dtype=torch.float32)], 1)
 
 # %% ../nbs/02_models.ipynb #f94b7069
 @dataclass

@@ -13,7 +13,7 @@ import torch
 
 from .core import stable_id
 from .data import format_dialogue
-from .models import EncodedConversations, SamplingParams, gather_logprobs, load_tokenizer, make_backend, resolve_model_path
+from .models import EncodedConversations, SamplingParams, cached_logprobs, gather_logprobs, load_tokenizer, make_backend, resolve_model_path
 from .train import frozen_reference
 from .critic import (Critic, CriticConfig, HeadModel, backbone_decoder, candidate_inputs, check_normalization,
                              critic_logprobs, pool_turns, ranking_normalization, training_info, turn_advantages)
@@ -86,6 +86,7 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
                      template:str|None=None, # critic first-message template
                      ref_model=None, # separate frozen reference (full fine-tuning)
                      batch_size:int=16, # candidates per forward pass
+                     chunk_tokens:int|None=1024, # candidate tokens projected to the vocabulary at a time (`cached_logprobs`)
                     ) -> torch.Tensor:
     "Advantage A_θ(o_t, a, c) of each candidate action `a`, `[N]`; the shared context is run once per model."
     check_normalization(normalization)
@@ -105,9 +106,9 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
             n, lp = suffix.shape[0], {}
             for name, enter in runs.items():
                 last, cache = ctx[name]
-                with enter() as lm: logits = lm_forward(lm, suffix, mask, repeat_cache(cache, n))[0]
+                with enter() as lm: rest = cached_logprobs(lm, suffix, mask, repeat_cache(cache, n), chunk_tokens)
                 first = gather_logprobs(last[:, -1].expand(n, -1), suffix[:, 0])  # the context's last logit predicts token P
-                lp[name] = torch.cat([first[:, None], gather_logprobs(logits[:, :-1], suffix[:, 1:])], 1)
+                lp[name] = torch.cat([first[:, None], rest], 1)
             scores.append(candidate_advantage(lp['policy'] - lp['ref'], turn == k, normalization))
     return torch.cat(scores).cpu()
 
