@@ -818,6 +818,15 @@ def gather_logprobs(logits:torch.Tensor, # [..., V] next-token logits
 def _chunk_logprobs(head, hidden:torch.Tensor, targets:torch.Tensor) -> torch.Tensor:
     return gather_logprobs(head(hidden).float(), targets)
 
+def _projected_logprobs(head, hidden:torch.Tensor, # [B, T, H] final hidden states
+                        targets:torch.Tensor, # [B, T] the tokens they predict
+                        step:int, # positions projected to the vocabulary at a time
+                        recompute:bool=False, # recompute each chunk in the backward pass instead of keeping its logits
+                       ) -> torch.Tensor:
+    "Log-prob of each target under `head(hidden)`, `[B, T]` float32, never holding more than `step` positions of logits."
+    return torch.cat([checkpoint(_chunk_logprobs, head, h, t, use_reentrant=False) if recompute else _chunk_logprobs(head, h, t)
+                      for h, t in zip(hidden.split(step, 1), targets.split(step, 1))], 1)
+
 def _right_padded_lengths(attention_mask:torch.Tensor|None) -> list[int]|None:
     "Real tokens of each row when the batch is right-padded and some row is padded; else None."
     if attention_mask is None or attention_mask.shape[0] < 2: return None
@@ -843,12 +852,8 @@ def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
         return F.pad(gather_logprobs(logits, targets), (1, 0))
     hidden = lm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, :-1]
-    head, parts = lm.get_output_embeddings(), []
     recompute = torch.is_grad_enabled() and hidden.requires_grad  # keep only the hidden chunk for the backward pass
-    for s in range(0, hidden.shape[1], chunk_size):
-        h, t = hidden[:, s:s + chunk_size], targets[:, s:s + chunk_size]
-        parts.append(checkpoint(_chunk_logprobs, head, h, t, use_reentrant=False) if recompute else _chunk_logprobs(head, h, t))
-    return F.pad(torch.cat(parts, 1), (1, 0))
+    return F.pad(_projected_logprobs(lm.get_output_embeddings(), hidden, targets, chunk_size, recompute), (1, 0))
 
 def cached_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids that continue the cached context
                     attention_mask:torch.Tensor, # [B, cached + T], 1 for real tokens
@@ -859,10 +864,8 @@ def cached_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids that conti
     lm, targets = causal_lm(model), input_ids[:, 1:]
     kw = dict(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values, use_cache=True)
     if chunk_tokens is None or not _chunkable(lm): return gather_logprobs(model(**kw).logits[:, :-1].float(), targets)
-    hidden, head = lm.base_model(**kw).last_hidden_state[:, :-1], lm.get_output_embeddings()
-    step = max(1, chunk_tokens // max(1, input_ids.shape[0]))
-    return torch.cat([_chunk_logprobs(head, hidden[:, s:s + step], targets[:, s:s + step]) for s in range(0, hidden.shape[1], step)]
-                     + [hidden.new_zeros(input_ids.shape[0], 0, dtype=torch.float32)], 1)
+    hidden = lm.base_model(**kw).last_hidden_state[:, :-1]
+    return _projected_logprobs(lm.get_output_embeddings(), hidden, targets, max(1, chunk_tokens // max(1, input_ids.shape[0])))
 
 # %% ../nbs/02_models.ipynb #f94b7069
 @dataclass
