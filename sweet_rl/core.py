@@ -14,10 +14,10 @@ from fastcore.docments import docments
 
 # %% auto #0
 __all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'MANIFEST_PACKAGES', 'RUN_REF', 'cache_dir', 'seed_everything', 'ConfigError',
-           'expand_env', 'Config', 'atomic_write_text', 'Busy', 'file_lock', 'lock_holder', 'stable_id', 'best_index',
-           'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore', 'git_state', 'device_info', 'run_manifest',
-           'write_manifest', 'run_params', 'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry',
-           'artifact_dir']
+           'expand_env', 'Config', 'atomic_write_text', 'write_progress', 'Busy', 'file_lock', 'lock_holder',
+           'stable_id', 'best_index', 'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore', 'git_state',
+           'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_dir_for', 'start_run',
+           'resolve_run_output', 'output_entry', 'artifact_dir']
 
 # %% ../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parent if '__file__' in globals() else Path('../sweet_rl').resolve()
@@ -131,6 +131,20 @@ def atomic_write_text(path, text:str) -> Path:
         f.write(text); f.flush(); os.fsync(f.fileno())
     os.replace(tmp, path)
     return path
+
+def write_progress(path, # the JSON file (`pipeline status` shows the run folder's `progress.json` and `*.progress.json`)
+                   done:int, total:int, # units finished so far (earlier sittings included), and in all (<= 0: not known)
+                   since:tuple, # (clock reading, units done) when this sitting began: the pace is this sitting's
+                   now:float, # the clock now
+                   unit:str='step', # what is counted: 'step' (trainers), 'episode' (rollouts)
+                  ) -> dict:
+    "Rewrite `path` with how far a long job got: units done of the total, seconds per unit in this sitting and the seconds left at that pace."
+    t0, done0 = since
+    per = (now - t0) / (done - done0) if done > done0 else None
+    left = per * max(0, total - done) if per is not None and total > 0 else None
+    record = {'unit': unit, 'done': done, 'total': total, 'seconds_per_unit': per, 'seconds_left': left, 'resumed_at': done0}
+    atomic_write_text(path, json.dumps(record) + '\n')
+    return record
 
 # %% ../nbs/00_core.ipynb #d6ebc304
 class Busy(RuntimeError):

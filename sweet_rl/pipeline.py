@@ -456,15 +456,19 @@ def _cell_reached(run:Path) -> str:
     return ''
 
 def _progress(run:Path) -> str:
-    "How far a started run got: the notebook cell it reached, its training step (and time left at its pace), last checkpoint and the records of its JSONL files."
+    "How far a started run got: the notebook cell it reached, its training step or episodes (and time left at their pace), last checkpoint and the records of its JSONL files."
     ckpts = sorted((int(p.name.split('-')[-1]) for p in run.glob('**/checkpoint-*') if p.name.split('-')[-1].isdigit()), reverse=True)
     recs = {p.name: sum(1 for line in p.open() if line.strip()) for p in sorted(run.glob('*.jsonl')) if p.name != SITTINGS}
     steps = []
-    for f in sorted(run.glob('**/progress.json')):  # written by the trainers after every step (`ProgressFile`)
+    # `core.write_progress` files: the trainers' `progress.json` (`ProgressFile`), a rollout store's `<name>.progress.json`
+    for f in sorted(run.glob('**/*progress.json')):
         try: p = json.loads(f.read_text())
         except (OSError, ValueError): continue
-        left = p.get('seconds_left')
-        steps.append(f"step {p.get('step')}/{p.get('max_steps')}" + (f" (~{left / 60:.0f} min left)" if left else ''))
+        if not isinstance(p, dict): continue
+        left, of = p.get('seconds_left'), f.name.removesuffix('progress.json').rstrip('.')
+        # a trainer of an older version wrote `step` and `max_steps`
+        done, total = p.get('done', p.get('step')), p.get('total', p.get('max_steps'))
+        steps.append(f"{of + ' ' if of else ''}{p.get('unit', 'step')} {done}/{total}" + (f" (~{left / 60:.0f} min left)" if left else ''))
     parts = [_cell_reached(run)] + steps + ([f"checkpoint {ckpts[0]}"] if ckpts else []) + [f"{name}: {n}" for name, n in recs.items()]
     return ', '.join(p for p in parts if p)
 

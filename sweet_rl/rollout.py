@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_rollout.ipynb #c5b8624c
 from __future__ import annotations
-import ast, copy, html, json, math, random, re, statistics, warnings
+import ast, copy, html, json, math, random, re, statistics, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from tqdm.auto import tqdm
 
-from .core import Config, JsonlStore, artifact_dir, best_index, file_lock, stable_id, seed_everything
+from .core import Config, JsonlStore, artifact_dir, best_index, file_lock, stable_id, seed_everything, write_progress
 from .data import dialogue_turns
 from .models import Completion, GenerationBackend, SamplingParams
 from .envs.backend import ANSWER_MARK
@@ -86,7 +86,7 @@ def _drive(queue:list, # (id, task, sample, fields, plan) per episode to run; co
            store, # `JsonlStore` or None
            results:dict, # id -> record; finished records are added
            batch_size:int, # live episodes advanced together
-           bar, # progress bar, advanced once per finished episode
+           finished:Callable, # () -> None, called once per finished episode (`_Finished`)
           ):
     "Advance a pool of episodes in lock-step: agent messages, then one batched simulator call; store each finished episode at once."
     live, step = [], 0
@@ -106,8 +106,22 @@ def _drive(queue:list, # (id, task, sample, fields, plan) per episode to run; co
             record = {'id': ep.id, 'sample': ep.sample, **ep.env.trajectory(), **ep.fields}
             if store is not None: store.append(record)
             results[ep.id] = record
-            bar.update(1)
+            finished()
         live = [e for e in live if not e.env.done]
+
+class _Finished:
+    """Once per finished episode: advance the progress bar and, for a run stored in a file, rewrite `<name>.progress.json`
+    beside it (`core.write_progress`: episodes done, seconds per episode in this sitting, time left). A Best-of-N run
+    at 16 candidates can spend an hour before its first episode ends; `pipeline status` shows this file."""
+    def __init__(self, bar, out_path, done:int, total:int):
+        self.bar, self.done, self.total = bar, done, total
+        self.path = None if out_path is None else Path(out_path).with_name(f'{Path(out_path).stem}.progress.json')
+        self.since = (time.monotonic(), done)
+        self._write()
+    def _write(self):
+        if self.path is not None: write_progress(self.path, self.done, self.total, self.since, time.monotonic(), 'episode')
+    def __call__(self):
+        self.done += 1; self.bar.update(1); self._write()
 
 # %% ../nbs/08_rollout.ipynb #e22b4007
 def score_list(scorer, # anything with `.score(task_dict, history, candidates)` -> N scores (list, array or tensor)
@@ -222,7 +236,7 @@ def run_rollouts(tasks:Sequence, # task records (`BackendTask` or `FrontendTask`
         return [_best_of(ep, flat[i * n:(i + 1) * n], bon) for i, ep in enumerate(live)]
 
     with tqdm(total=len(queue), initial=len(queue) - len(todo), desc='episodes', disable=not progress) as bar:
-        _drive(todo, make_env, speak, store, results, config.batch_size, bar)
+        _drive(todo, make_env, speak, store, results, config.batch_size, _Finished(bar, out_path, len(queue) - len(todo), len(queue)))
     return [results[eid] for eid, _, _ in queue]
 
 # %% ../nbs/08_rollout.ipynb #4055163c
@@ -469,7 +483,7 @@ def scripted_rollouts(tasks:Sequence, # task records (`BackendTask` or `Frontend
         todo.append((eid, t, k, {'script': {**plan['script'], 'questions': len(msgs) - 1}}, msgs))
     speak = lambda live, step: [ep.plan[ep.env.agent_turns] for ep in live]
     with tqdm(total=len(queue), initial=len(queue) - len(todo), desc='scripted episodes', disable=not progress) as bar:
-        _drive(todo, make_env, speak, store, results, batch_size, bar)
+        _drive(todo, make_env, speak, store, results, batch_size, _Finished(bar, out_path, len(queue) - len(todo), len(queue)))
     return [results[eid] for eid, _, _ in queue]
 
 # %% ../nbs/08_rollout.ipynb #da1aac59

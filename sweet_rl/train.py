@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from transformers import Trainer, TrainerCallback
 
-from .core import atomic_write_text, seed_everything, write_jsonl
+from .core import atomic_write_text, seed_everything, write_jsonl, write_progress
 from .models import TransformersBackend, add_lora, causal_lm, gather_logprobs, load_model, token_logprobs
 
 # %% auto #0
@@ -127,19 +127,15 @@ class TimedCheckpoints(TrainerCallback):
         return control
 
 class ProgressFile(TrainerCallback):
-    """After every optimizer step, process 0 rewrites `path` (JSON): the step, the last step, seconds per step in this sitting
-    and the seconds left at that pace. What `pipeline status` shows of a training run that takes hours."""
+    """After every optimizer step, process 0 rewrites `path` (`core.write_progress`): the step, the last step, seconds per
+    step in this sitting and the seconds left at that pace. What `pipeline status` shows of a training run that takes hours."""
     def __init__(self, path, clock=time.monotonic): self.path, self.clock, self.start = Path(path), clock, None
     def on_step_begin(self, args, state, control, **kwargs):
         # the first step of this sitting: a resumed Trainer loads its step count after `on_train_begin`
         if self.start is None: self.start = (self.clock(), state.global_step)
     def on_step_end(self, args, state, control, **kwargs):
         if not state.is_world_process_zero or self.start is None: return
-        (t0, s0), step = self.start, state.global_step
-        per = (self.clock() - t0) / (step - s0) if step > s0 else None
-        left = per * max(0, state.max_steps - step) if per is not None and state.max_steps > 0 else None
-        atomic_write_text(self.path, json.dumps({'step': step, 'max_steps': state.max_steps, 'seconds_per_step': per,
-                                                 'seconds_left': left, 'resumed_at_step': s0}) + '\n')
+        write_progress(self.path, state.global_step, state.max_steps, self.start, self.clock(), 'step')
 
 def write_results(trainer, module, # the trained model, unwrapped
                    out_dir:Path, save, # `save(state)` writes the trained weights
