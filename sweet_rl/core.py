@@ -13,10 +13,10 @@ from typing import Any, Iterable, Iterator, Sequence
 from fastcore.docments import docments
 
 # %% auto #0
-__all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'MANIFEST_PACKAGES', 'RUN_REF', 'cache_dir', 'seed_everything', 'ConfigError',
-           'expand_env', 'Config', 'atomic_write_text', 'write_progress', 'Busy', 'file_lock', 'lock_holder',
-           'stable_id', 'best_index', 'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore', 'git_state',
-           'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_dir_for', 'start_run',
+__all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'LIVE_SUFFIX', 'MANIFEST_PACKAGES', 'RUN_REF', 'cache_dir', 'seed_everything',
+           'ConfigError', 'expand_env', 'Config', 'atomic_write_text', 'write_progress', 'Busy', 'file_lock',
+           'lock_holder', 'stable_id', 'best_index', 'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore',
+           'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_dir_for', 'start_run',
            'resolve_run_output', 'output_entry', 'artifact_dir']
 
 # %% ../nbs/00_core.ipynb #5c43c3fe
@@ -131,6 +131,8 @@ def atomic_write_text(path, text:str) -> Path:
         f.write(text); f.flush(); os.fsync(f.fileno())
     os.replace(tmp, path)
     return path
+
+LIVE_SUFFIX = '.live.json'  # `<store>.live.json`: a rollout store's episodes in flight (`rollout._drive`), kept by `pipeline archive`
 
 def write_progress(path, # the JSON file (`pipeline status` shows the run folder's `progress.json` and `*.progress.json`)
                    done:int, total:int, # units finished so far (earlier sittings included), and in all (<= 0: not known)

@@ -13,7 +13,7 @@ from typing import Sequence
 import pandas as pd
 import yaml
 
-from .core import REPO_ROOT, RUN_REF, Busy, atomic_write_text, expand_env, file_lock, lock_holder, resolve_run_output, run_dir_for, stable_id
+from .core import LIVE_SUFFIX, REPO_ROOT, RUN_REF, Busy, atomic_write_text, expand_env, file_lock, lock_holder, resolve_run_output, run_dir_for, stable_id
 from .evaluate import SITTINGS, load_run, note_sitting, run_rows, task_rows
 
 # %% auto #0
@@ -380,13 +380,14 @@ def model_label(spec) -> str:
 _WEIGHTS = ('.safetensors', '.bin', '.pt', '.pth', '.gguf', '.ckpt')
 
 def _portable(folder:Path) -> list[Path]:
-    "The files of a finished run's `folder` worth committing: no weights, no checkpoints."
-    return sorted(p for p in folder.rglob('*') if p.is_file() and p.suffix not in _WEIGHTS
+    "The files of a finished run's `folder` worth committing: no weights, no checkpoints, no rollout's pace of one sitting."
+    return sorted(p for p in folder.rglob('*') if p.is_file() and p.suffix not in _WEIGHTS and not p.name.endswith('.progress.json')
                   and 'checkpoints' not in p.relative_to(folder).parts and not p.name.startswith('.'))
 
 def _resumable(folder:Path) -> list[Path]:
-    "What a started run resumes from: its parameters and the records of its JSONL stores (episodes, candidates, scores, sittings)."
-    return sorted(p for p in folder.glob('*') if p.is_file() and (p.suffix == '.jsonl' or p.name == 'params.json'))
+    """What a started run resumes from: its parameters, the records of its JSONL stores (episodes, candidates, scores,
+    sittings) and the dialogues of its episodes in flight (`<store>.live.json`, `rollout._drive`)."""
+    return sorted(p for p in folder.glob('*') if p.is_file() and (p.suffix == '.jsonl' or p.name == 'params.json' or p.name.endswith(LIVE_SUFFIX)))
 
 def _archivable(runs_dir:Path) -> list[tuple[Path, list[Path]]]:
     """Each run folder under `runs_dir` (finished: its small outputs; started: what it resumes from), each shared rollouts,
@@ -408,7 +409,9 @@ def archive_runs(runs_dir=None, archive_dir=None,
     import gzip, shutil
     runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
     out, too_big = [], []
-    for _, files in _archivable(runs_dir):
+    for d, files in _archivable(runs_dir):
+        for gone in (archive_dir / d.relative_to(runs_dir)).glob(f'*{LIVE_SUFFIX}'):  # its episodes have finished since
+            if not (d / gone.name).is_file(): gone.unlink()
         for f in files:
             rel, data = f.relative_to(runs_dir), f.read_bytes()
             whole = not (f.suffix == '.jsonl' and not data.endswith(b'\n'))
@@ -427,7 +430,8 @@ def archive_runs(runs_dir=None, archive_dir=None,
     return out
 
 def restore_runs(runs_dir=None, archive_dir=None) -> list[Path]:
-    "Copy archived run outputs back into `runs/` where a file is missing or shorter (a store that grew in the archive); `.jsonl.gz` unpacked."
+    """Copy archived run outputs back into `runs/` where a file is missing or shorter (a store that grew in the archive);
+    `.jsonl.gz` unpacked. Episodes in flight (`<store>.live.json`) only where missing: the machine's own are newer."""
     import gzip, shutil
     runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
     out = []
@@ -436,7 +440,7 @@ def restore_runs(runs_dir=None, archive_dir=None) -> list[Path]:
         packed = f.name.endswith('.jsonl.gz')
         dest = runs_dir / (rel.with_name(rel.name[:-3]) if packed else rel)
         data = gzip.decompress(f.read_bytes()) if packed else None
-        if dest.is_file() and dest.stat().st_size >= (len(data) if packed else f.stat().st_size): continue
+        if dest.is_file() and (f.name.endswith(LIVE_SUFFIX) or dest.stat().st_size >= (len(data) if packed else f.stat().st_size)): continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         if packed: atomic_write_text(dest, data.decode())
         else: shutil.copy2(f, dest)

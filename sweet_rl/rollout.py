@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from tqdm.auto import tqdm
 
-from .core import Config, JsonlStore, artifact_dir, best_index, file_lock, stable_id, seed_everything, write_progress
+from .core import Config, JsonlStore, artifact_dir, atomic_write_text, best_index, file_lock, stable_id, seed_everything, write_progress
 from .data import dialogue_turns
 from .models import Completion, GenerationBackend, SamplingParams
 from .envs.backend import ANSWER_MARK
@@ -87,13 +87,22 @@ def _drive(queue:list, # (id, task, sample, fields, plan) per episode to run; co
            results:dict, # id -> record; finished records are added
            batch_size:int, # live episodes advanced together
            finished:Callable, # () -> None, called once per finished episode (`_Finished`)
+           live_path=None, # JSON of the unfinished episodes' dialogues, rewritten after every round; None: not kept
           ):
-    "Advance a pool of episodes in lock-step: agent messages, then one batched simulator call; store each finished episode at once."
+    """Advance a pool of episodes in lock-step: agent messages, then one batched simulator call; store each finished episode at once.
+    With `live_path`, an interrupted pool loses no finished turn: its episodes continue from their saved dialogues."""
+    saved = _read_live(live_path)
     live, step = [], 0
     while queue or live:
         while queue and len(live) < batch_size:
             eid, task, k, fields, plan = queue.pop(0)
-            env = make_env(); env.reset(task)
+            env = make_env()
+            if eid in saved:  # an episode an earlier sitting left unfinished: the same state, its turns not drawn again
+                try: env.replay(task, saved[eid]['history']); fields = saved[eid]['fields']
+                except (KeyError, TypeError, ValueError) as e:
+                    raise ValueError(f"{live_path}: episode {eid}: its saved dialogue does not resume ({type(e).__name__}: {e}); "
+                                     "delete the file to run its episodes from the start") from e
+            else: env.reset(task)
             live.append(_Episode(eid, k, env, fields, plan))
         for ep, msg in zip(live, speak(live, step)): ep.env.act(msg)
         step += 1
@@ -108,6 +117,20 @@ def _drive(queue:list, # (id, task, sample, fields, plan) per episode to run; co
             results[ep.id] = record
             finished()
         live = [e for e in live if not e.env.done]
+        if live_path is not None:  # the live episodes, and saved ones still queued (a smaller pool than the last sitting's)
+            waiting = {q[0]: saved[q[0]] for q in queue if q[0] in saved}
+            atomic_write_text(live_path, json.dumps({**waiting, **{ep.id: {'history': ep.env.history, 'fields': ep.fields} for ep in live}}))
+    if live_path is not None: Path(live_path).unlink(missing_ok=True)
+
+def _read_live(path) -> dict:
+    "Episode id -> {'history', 'fields'} of the episodes `_drive` left unfinished in `path` (none: {})."
+    if path is None or not Path(path).exists(): return {}
+    try: saved = json.loads(Path(path).read_text(encoding='utf-8'))
+    except ValueError as e: raise ValueError(f"{path}: not the JSON of unfinished episodes ({e}); delete it to run them from the start") from e
+    if not isinstance(saved, dict): raise ValueError(f"{path}: expected an object of episode id -> saved dialogue, got {type(saved).__name__}")
+    return saved
+
+def _live_path(out_path): return None if out_path is None else Path(out_path).with_name(f'{Path(out_path).stem}.live.json')
 
 class _Finished:
     """Once per finished episode: advance the progress bar and, for a run stored in a file, rewrite `<name>.progress.json`
@@ -236,7 +259,8 @@ def run_rollouts(tasks:Sequence, # task records (`BackendTask` or `FrontendTask`
         return [_best_of(ep, flat[i * n:(i + 1) * n], bon) for i, ep in enumerate(live)]
 
     with tqdm(total=len(queue), initial=len(queue) - len(todo), desc='episodes', disable=not progress) as bar:
-        _drive(todo, make_env, speak, store, results, config.batch_size, _Finished(bar, out_path, len(queue) - len(todo), len(queue)))
+        _drive(todo, make_env, speak, store, results, config.batch_size, _Finished(bar, out_path, len(queue) - len(todo), len(queue)),
+               _live_path(out_path))
     return [results[eid] for eid, _, _ in queue]
 
 # %% ../nbs/08_rollout.ipynb #4055163c
@@ -483,7 +507,8 @@ def scripted_rollouts(tasks:Sequence, # task records (`BackendTask` or `Frontend
         todo.append((eid, t, k, {'script': {**plan['script'], 'questions': len(msgs) - 1}}, msgs))
     speak = lambda live, step: [ep.plan[ep.env.agent_turns] for ep in live]
     with tqdm(total=len(queue), initial=len(queue) - len(todo), desc='scripted episodes', disable=not progress) as bar:
-        _drive(todo, make_env, speak, store, results, batch_size, _Finished(bar, out_path, len(queue) - len(todo), len(queue)))
+        _drive(todo, make_env, speak, store, results, batch_size, _Finished(bar, out_path, len(queue) - len(todo), len(queue)),
+               _live_path(out_path))
     return [results[eid] for eid, _, _ in queue]
 
 # %% ../nbs/08_rollout.ipynb #da1aac59

@@ -1,4 +1,4 @@
-"Rollouts: batching across episodes, official record format, resume after an interruption without loss or duplicates."
+"Rollouts: batching across episodes, official record format, resume after an interruption without loss (finished turns included) or duplicates."
 import json
 
 import pytest
@@ -33,7 +33,9 @@ def test_interrupted_run_resumes_without_loss_or_duplicates(tmp_path):
     trajs = run_rollouts(TASKS, make_env, agent, RolloutConfig(batch_size=2), out_path=out, progress=False)
     ids = [json.loads(l)['id'] for l in out.read_text().splitlines()]
     assert len(ids) == len(set(ids)) == len(TASKS) and ids[:2] == finished
-    assert agent.calls == 4  # only the four unfinished episodes ran: 2 batches x 2 turns
+    # the two episodes in flight (their first turn taken) resume at their second turn: 1 call; the last two run whole: 2
+    assert agent.calls == 3 and agent.batch_sizes == [2, 2, 2]
+    assert not (tmp_path / 'traj.live.json').exists()  # nothing left in flight
     assert all(t['success'] for t in trajs)
 
 def test_records_load_as_official_trajectories(tmp_path):
@@ -115,8 +117,9 @@ def test_best_of_n_resumes_and_has_its_own_ids(tmp_path):
     agent = CandidateAgent()
     trajs = run_rollouts(TASKS, make_env, agent, cfg, out_path=out, scorer=PickIndex(1), progress=False)
     ids = [json.loads(l)['id'] for l in out.read_text().splitlines()]
-    assert len(ids) == len(set(ids)) == len(TASKS) and ids[:2] == finished and agent.calls == 4
-    assert all(len(t['bon']) == 2 and t['success'] for t in trajs)
+    # the two episodes in flight resume at their second turn (1 call), the last two run whole (2 calls)
+    assert len(ids) == len(set(ids)) == len(TASKS) and ids[:2] == finished and agent.calls == 3
+    assert all(len(t['bon']) == 2 and t['success'] for t in trajs)  # a resumed episode keeps its first turn's choice
     plain = {episode_id(t, 0, RolloutConfig(batch_size=2)) for t in TASKS}
     other = {episode_id(t, 0, cfg, scorer=RandomScorer(0)) for t in TASKS}
     assert not plain & set(ids) and not other & set(ids)
