@@ -21,8 +21,8 @@ from .vision_critic import VisionCritic
 
 # %% auto #0
 __all__ = ['JUDGE_PROMPT', 'candidate_advantage', 'lm_forward', 'score_candidates_full', 'shared_prefix_length', 'repeat_cache',
-           'candidate_batches', 'score_candidates', 'score_with_head', 'CriticScorer', 'critic_class', 'build_critic',
-           'load_critic', 'RandomScorer', 'parse_verdict', 'JudgeScorer', 'VLLMScorer']
+           'candidate_batches', 'candidates_per_pass', 'score_candidates', 'score_with_head', 'CriticScorer',
+           'critic_class', 'build_critic', 'load_critic', 'RandomScorer', 'parse_verdict', 'JudgeScorer', 'VLLMScorer']
 
 # %% ../nbs/12_scorers.ipynb #8098ab92
 def candidate_advantage(ratio:torch.Tensor, # [N, S] log-ratio of each candidate token (0 elsewhere)
@@ -76,6 +76,13 @@ def candidate_batches(enc:EncodedConversations, P:int, # the shared prefix lengt
         mask = torch.cat([torch.ones(n, P, dtype=am.dtype), am[:, P:P + S]], 1)
         yield ids[:, P:P + S].to(device), mask.to(device), turn[:, P:P + S].to(device)
 
+def candidates_per_pass(batch_size:int, unpad:bool|None, device) -> int:
+    """Candidates per forward pass: 1 when each runs on its own tokens (`unpad`; None: on a CPU), else `batch_size`.
+    A batch is padded to its longest candidate; on a CPU that padding is paid for in full (Best-of-N candidates of one
+    state mix 30-token questions with 380-token answers), while one candidate at a time costs little more per token."""
+    if unpad is None: unpad = torch.device(device).type == 'cpu'
+    return 1 if unpad else batch_size
+
 # %% ../nbs/12_scorers.ipynb #16dfe4c2
 def score_candidates(model, # critic: a peft model (reference = adapter disabled) or any causal LM with `ref_model`
                      tokenizer, task:dict, # the task, with its training-time information
@@ -87,6 +94,7 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
                      ref_model=None, # separate frozen reference (full fine-tuning)
                      batch_size:int=16, # candidates per forward pass
                      chunk_tokens:int|None=1024, # candidate tokens projected to the vocabulary at a time (`cached_logprobs`)
+                     unpad:bool|None=None, # one candidate per pass, no work on padding (`candidates_per_pass`; None: on a CPU)
                     ) -> torch.Tensor:
     "Advantage A_θ(o_t, a, c) of each candidate action `a`, `[N]`; the shared context is run once per model."
     check_normalization(normalization)
@@ -102,7 +110,7 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
         for name, enter in runs.items():
             with enter() as lm: ctx[name] = lm_forward(lm, ctx_ids, torch.ones_like(ctx_ids), logits_to_keep=1)
         scores = []
-        for suffix, mask, turn in candidate_batches(enc, P, batch_size, dev):
+        for suffix, mask, turn in candidate_batches(enc, P, candidates_per_pass(batch_size, unpad, dev), dev):
             n, lp = suffix.shape[0], {}
             for name, enter in runs.items():
                 last, cache = ctx[name]
@@ -116,6 +124,7 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
 def score_with_head(model:HeadModel, tokenizer, task:dict, history:Sequence[dict], candidates:Sequence[str],
                     use_hidden_info:bool=True, template:str|None=None, batch_size:int=16,
                     probability:bool=False, # the value head's success probability (sigmoid) instead of its logit
+                    unpad:bool|None=None, # one candidate per pass, no work on padding (`candidates_per_pass`; None: on a CPU)
                    ) -> torch.Tensor:
     "Head value of each candidate's turn, `[N]`, with the shared context run once and its cache reused."
     enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template)
@@ -126,7 +135,7 @@ def score_with_head(model:HeadModel, tokenizer, task:dict, history:Sequence[dict
         if P > 0:
             ctx = enc.input_ids[:1, :P].to(dev)
             cache = dec(input_ids=ctx, attention_mask=torch.ones_like(ctx), use_cache=True).past_key_values
-        for suffix, mask, turn in candidate_batches(enc, P, batch_size, dev):
+        for suffix, mask, turn in candidate_batches(enc, P, candidates_per_pass(batch_size, unpad, dev), dev):
             c = repeat_cache(cache, suffix.shape[0])
             h = dec(input_ids=suffix, attention_mask=mask, past_key_values=c, use_cache=c is not None).last_hidden_state
             pooled, _ = pool_turns(h.float(), (turn == k).long() - 1, 1)
