@@ -235,7 +235,8 @@ SITTINGS = 'sittings.jsonl'  # one line per execution of a run's notebook (see `
 
 def execution_record(executed) -> dict|None:
     """`{started, seconds, completed}` of an executed notebook from papermill's metadata, or None when papermill did not run it.
-    An interrupted execution counts until the file's last write (papermill saves it after every cell and every 30 s within one)."""
+    An interrupted execution counts until the file's last write or touch (papermill saves it after every cell and after
+    a cell's output; `pipeline.run_notebook` touches it every minute while it runs)."""
     from datetime import datetime, timezone
     path = Path(executed)
     try: pm = json.loads(path.read_text())['metadata']['papermill']

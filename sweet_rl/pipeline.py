@@ -20,9 +20,10 @@ from .evaluate import SITTINGS, load_run, note_sitting, run_rows, task_rows
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
            'LIB_DIRS', 'RUNNING', 'INTERIM', 'ARTIFACTS', 'STUDIES', 'README_START', 'README_END', 'notebook_path',
            'notebook_parameters', 'check_params', 'is_finished', 'system_library', 'kernel_allocator', 'preloaded',
-           'shared_root', 'run_notebook', 'Study', 'load_scales', 'run_reference', 'expand_study', 'missing_paths',
-           'run_study', 'interim_metrics', 'collect_study', 'render_artifacts', 'readme_section', 'update_readme',
-           'model_label', 'archive_runs', 'restore_runs', 'study_status', 'plan_training', 'reproduce', 'main']
+           'shared_root', 'heartbeat', 'run_notebook', 'Study', 'load_scales', 'run_reference', 'expand_study',
+           'missing_paths', 'run_study', 'interim_metrics', 'collect_study', 'render_artifacts', 'readme_section',
+           'update_readme', 'model_label', 'archive_runs', 'restore_runs', 'study_status', 'plan_training', 'reproduce',
+           'main']
 
 # %% ../nbs/16_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
@@ -111,6 +112,21 @@ def shared_root(runs_dir:Path):
         if old is None: os.environ.pop('SWEET_RL_RUNS', None)
         else: os.environ['SWEET_RL_RUNS'] = old
 
+@contextmanager
+def heartbeat(path, every:float=60.0):
+    """While the block runs, set `path`'s modification time to now every `every` seconds (once it exists). Papermill saves
+    the executed notebook only after a cell or its output, so a killed run in a long silent cell (Best-of-N's episodes)
+    would seem to have stopped minutes after it started; `evaluate.execution_record` counts until the last beat."""
+    import threading
+    stop = threading.Event()
+    def beat():
+        while not stop.wait(every):
+            try: os.utime(path)
+            except OSError: pass  # not written yet
+    t = threading.Thread(target=beat, daemon=True, name='heartbeat'); t.start()
+    try: yield
+    finally: stop.set(); t.join()
+
 RUNNING = '.running'  # a run folder's lock file, held by the process executing it (`core.file_lock`)
 
 def run_notebook(notebook, # name in `nbs/` or `nbs/paper/`, or a path
@@ -130,7 +146,7 @@ def run_notebook(notebook, # name in `nbs/` or `nbs/paper/`, or a path
         if not force and is_finished(out, full): return out  # it finished while we looked
         note_sitting(out, out / nb.name)  # the earlier execution, finished or interrupted, before papermill overwrites it
         try:
-            with preloaded(kernel_allocator()), shared_root(out.parent.parent):  # cpu_allocator.py: glibc malloc page-faults every step's activations anew
+            with preloaded(kernel_allocator()), shared_root(out.parent.parent), heartbeat(out / nb.name):  # cpu_allocator.py: glibc malloc page-faults every step's activations anew
                 papermill.execute_notebook(str(nb), str(out / nb.name), parameters={**full, 'out_dir': str(out)}, cwd=str(nb.parent),
                                            progress_bar=progress, log_output=False)
         except papermill.PapermillExecutionError as e:
