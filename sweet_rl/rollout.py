@@ -140,7 +140,7 @@ class _Finished:
         self.bar, self.done, self.total = bar, done, total
         self.path = None if out_path is None else Path(out_path).with_name(f'{Path(out_path).stem}.progress.json')
         self.since = (time.monotonic(), done)
-        self._write()
+        if done < total: self._write()  # a store already complete gets no file
     def _write(self):
         if self.path is not None: write_progress(self.path, self.done, self.total, self.since, time.monotonic(), 'episode')
     def __call__(self):
