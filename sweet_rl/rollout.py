@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from tqdm.auto import tqdm
 
-from .core import Config, JsonlStore, artifact_dir, atomic_write_text, best_index, file_lock, stable_id, seed_everything, write_progress
+from .core import LIVE_SUFFIX, Config, JsonlStore, artifact_dir, atomic_write_text, best_index, file_lock, stable_id, seed_everything, write_progress
 from .data import dialogue_turns
 from .models import Completion, GenerationBackend, SamplingParams
 from .envs.backend import ANSWER_MARK
@@ -130,7 +130,11 @@ def _read_live(path) -> dict:
     if not isinstance(saved, dict): raise ValueError(f"{path}: expected an object of episode id -> saved dialogue, got {type(saved).__name__}")
     return saved
 
-def _live_path(out_path): return None if out_path is None else Path(out_path).with_name(f'{Path(out_path).stem}.live.json')
+def _beside(out_path, suffix:str):
+    "`<store>.live.json`, `<store>.progress.json`: a file beside a rollout store (None without one)."
+    return None if out_path is None else Path(out_path).with_name(Path(out_path).stem + suffix)
+
+def _live_path(out_path): return _beside(out_path, LIVE_SUFFIX)
 
 class _Finished:
     """Once per finished episode: advance the progress bar and, for a run stored in a file, rewrite `<name>.progress.json`
@@ -138,7 +142,7 @@ class _Finished:
     at 16 candidates can spend an hour before its first episode ends; `pipeline status` shows this file."""
     def __init__(self, bar, out_path, done:int, total:int):
         self.bar, self.done, self.total = bar, done, total
-        self.path = None if out_path is None else Path(out_path).with_name(f'{Path(out_path).stem}.progress.json')
+        self.path = _beside(out_path, '.progress.json')
         self.since = (time.monotonic(), done)
         if done < total: self._write()  # a store already complete gets no file
     def _write(self):
