@@ -486,9 +486,7 @@ def _progress(run:Path) -> str:
         except (OSError, ValueError): continue
         if not isinstance(p, dict): continue
         left, of = p.get('seconds_left'), f.name.removesuffix('progress.json').rstrip('.')
-        # a trainer of an older version wrote `step` and `max_steps`
-        done, total = p.get('done', p.get('step')), p.get('total', p.get('max_steps'))
-        steps.append(f"{of + ' ' if of else ''}{p.get('unit', 'step')} {done}/{total}" + (f" (~{left / 60:.0f} min left)" if left else ''))
+        steps.append(f"{of + ' ' if of else ''}{p.get('unit')} {p.get('done')}/{p.get('total')}" + (f" (~{left / 60:.0f} min left)" if left else ''))
     parts = [_cell_reached(run)] + steps + ([f"checkpoint {ckpts[0]}"] if ckpts else []) + [f"{name}: {n}" for name, n in recs.items()]
     return ', '.join(p for p in parts if p)
 
