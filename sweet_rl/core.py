@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #d3adc9b0
 from __future__ import annotations
-import difflib, fcntl, hashlib, importlib.metadata, json, os, platform, random, subprocess, sys, time
+import difflib, fcntl, hashlib, importlib.metadata, json, os, platform, random, subprocess, sys, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, asdict
 from pathlib import Path
@@ -154,8 +154,9 @@ class Busy(RuntimeError):
 
 @contextmanager
 def file_lock(path, # the lock file (made if missing); the holder's pid is written into it
+              *, # (the rest by name: a message passed as `wait` would silently never be warned)
               wait:bool=True, # False: raise `Busy` at once when another process holds the lock
-              on_wait=None, # called once before waiting for another process (e.g. to warn)
+              on_wait=None, # called once before waiting for another process; a string: warned
              ):
     "Exclusive advisory lock (`flock`) on `path` for the duration of the block; it goes when the process does, however it ends."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
@@ -163,7 +164,8 @@ def file_lock(path, # the lock file (made if missing); the holder's pid is writt
         try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             if not wait: f.seek(0); raise Busy(f"{path} is held by another process (pid {f.read().strip() or '?'})") from None
-            if on_wait: on_wait()
+            if callable(on_wait): on_wait()
+            elif on_wait: warnings.warn(on_wait, stacklevel=3)
             fcntl.flock(f, fcntl.LOCK_EX)
         f.seek(0); f.truncate(); f.write(str(os.getpid())); f.flush()
         try: yield

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from fastcore.basics import patch
 
-from .core import Config, artifact_dir, seed_everything, stable_id
+from .core import Config, artifact_dir, file_lock, seed_everything, stable_id
 from .data import as_record, detect_kind, dialogue_turns
 from .models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, load_model,
                              per_turn, token_logprobs)
@@ -558,4 +558,5 @@ def shared_critic(config:CriticConfig, trajectories:Sequence, pair_config:PairCo
                   progress:bool=False) -> Critic:
     "`train_critic` in the shared folder of this critic (`shared_critic_dir`): trained once, then loaded."
     folder = shared_critic_dir(config, trajectories, pair_config, max_steps, runs_dir)
-    return train_critic(config, trajectories, folder, pair_config=pair_config, max_steps=max_steps, progress=progress)
+    with file_lock(folder / '.training.lock', on_wait=f"{folder}: another process is training this critic; waiting for it"):  # then loads it
+        return train_critic(config, trajectories, folder, pair_config=pair_config, max_steps=max_steps, progress=progress)

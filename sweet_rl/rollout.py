@@ -19,8 +19,9 @@ from .envs.backend import ANSWER_MARK
 
 # %% auto #0
 __all__ = ['BACKEND_QUESTIONS', 'FRONTEND_QUESTIONS', 'RolloutConfig', 'env_factory', 'scorer_label', 'episode_id', 'score_list',
-           'CandidatePool', 'run_rollouts', 'shared_rollouts', 'episode_metrics', 'TrajectoryView', 'mutate_code',
-           'mutate_html', 'scripted_answer', 'script_plan', 'scripted_rollouts', 'ScriptedAgent']
+           'CandidatePool', 'run_rollouts', 'shared_rollouts_dir', 'shared_rollouts', 'episode_metrics',
+           'TrajectoryView', 'mutate_code', 'mutate_html', 'scripted_answer', 'script_plan', 'scripted_rollouts',
+           'ScriptedAgent']
 
 # %% ../nbs/08_rollout.ipynb #459ae4f4
 @dataclass
@@ -130,9 +131,11 @@ def _read_live(path) -> dict:
     if not isinstance(saved, dict): raise ValueError(f"{path}: expected an object of episode id -> saved dialogue, got {type(saved).__name__}")
     return saved
 
-def _beside(out_path, suffix:str):
-    "`<store>.live.json`, `<store>.progress.json`: a file beside a rollout store (None without one)."
-    return None if out_path is None else Path(out_path).with_name(Path(out_path).stem + suffix)
+def _beside(out_path, suffix:str, hidden:bool=False):
+    "`<store>.live.json`, `<store>.progress.json`, `.<store>.jsonl.lock` (hidden): a file beside a rollout store (None without one)."
+    if out_path is None: return None
+    p = Path(out_path)
+    return p.with_name(f'.{p.name}{suffix}') if hidden else p.with_name(p.stem + suffix)
 
 def _live_path(out_path): return _beside(out_path, LIVE_SUFFIX)
 
@@ -201,8 +204,7 @@ class CandidatePool:
     def _locked(self):
         "Hold the pool's file lock (`.<name>.lock` beside it): one process at a time reads, samples and appends."
         if self.store is None: yield; return
-        waiting = lambda: warnings.warn(f"{self.store.path}: another process is drawing from this pool; waiting for it")
-        with file_lock(self.store.path.with_name(f'.{self.store.path.name}.lock'), on_wait=waiting):
+        with file_lock(_beside(self.store.path, '.lock', hidden=True), on_wait=f"{self.store.path}: another process is drawing from this pool; waiting for it"):
             self._sync(); yield
 
     def key(self, observation:list, params:SamplingParams) -> str:
@@ -268,16 +270,22 @@ def run_rollouts(tasks:Sequence, # task records (`BackendTask` or `FrontendTask`
     return [results[eid] for eid, _, _ in queue]
 
 # %% ../nbs/08_rollout.ipynb #4055163c
+def shared_rollouts_dir(tasks:Sequence, config:RolloutConfig, what:dict, runs_dir=None) -> Path:
+    "The shared folder of these episodes (`shared_rollouts`), whether or not they have run."
+    return artifact_dir('rollouts', {**what, 'config': config.to_dict(), 'tasks': stable_id([t.to_dict() for t in tasks]),
+                                     'n_tasks': len(tasks)}, runs_dir)
+
 def shared_rollouts(tasks:Sequence, make_env:Callable, agent:GenerationBackend, config:RolloutConfig,
                     what:dict, # names the episodes beyond tasks and config: the agent and simulator, the protocol (JSON-serializable)
                     runs_dir=None, # root of `runs/` (default: the repository's)
                     progress:bool=True,
                    ) -> tuple[list, Path]:
     "`run_rollouts` into the shared folder of exactly these episodes: generated once, resumed, reused; returns (records, folder)."
-    folder = artifact_dir('rollouts', {**what, 'config': config.to_dict(), 'tasks': stable_id([t.to_dict() for t in tasks]),
-                                       'n_tasks': len(tasks)}, runs_dir)
-    tag = '|'.join(str(what[k]) for k in sorted(what))
-    return run_rollouts(tasks, make_env, agent, config, out_path=folder / 'trajectories.jsonl', tag=tag, progress=progress), folder
+    folder = shared_rollouts_dir(tasks, config, what, runs_dir)
+    tag, out_path = '|'.join(str(what[k]) for k in sorted(what)), folder / 'trajectories.jsonl'
+    # one writer at a time: a second process asking for the same episodes (`pipeline run --part`) waits, then reuses them
+    with file_lock(_beside(out_path, '.lock', hidden=True), on_wait=f"{folder}: another process is running these episodes; waiting for it"):
+        return run_rollouts(tasks, make_env, agent, config, out_path=out_path, tag=tag, progress=progress), folder
 
 # %% ../nbs/08_rollout.ipynb #5d0afb71
 def episode_metrics(records:Sequence[dict], # trajectory records of one run, with our scores (`run_rollouts` output)
