@@ -26,8 +26,9 @@ __all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_
            'next_tokens', 'prefix_cacheable', 'weights_version', 'TransformersBackend', 'rows_to_cache', 'cache_row',
            'drop_first_positions', 'GenerationError', 'OpenAIBackend', 'VLLMBackend', 'BackendConfig',
            'parse_backend_spec', 'make_backend', 'assistant_char_spans', 'EncodedConversations',
-           'turn_index_from_offsets', 'encode_conversations', 'causal_lm', 'gather_logprobs', 'token_logprobs',
-           'cached_logprobs', 'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn', 'main']
+           'turn_index_from_offsets', 'encode_conversations', 'causal_lm', 'gather_logprobs', 'unpads_by_default',
+           'token_logprobs', 'cached_logprobs', 'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn',
+           'main']
 
 # %% ../nbs/02_models.ipynb #4661c1c3
 @dataclass(frozen=True)
@@ -835,14 +836,19 @@ def _right_padded_lengths(attention_mask:torch.Tensor|None) -> list[int]|None:
     right = torch.arange(attention_mask.shape[1], device=attention_mask.device)[None] < n[:, None]
     return n.tolist() if bool((attention_mask.bool() == right).all()) else None
 
+def unpads_by_default(device) -> bool:
+    """Whether rows of a padded batch run one at a time on their own tokens unless told: on a CPU, where the padding is
+    paid for in full, and not in distributed training, where every rank must make the same forward calls (FSDP gathers
+    the weights at each)."""
+    return torch.device(device).type == 'cpu' and not (torch.distributed.is_available() and torch.distributed.is_initialized())
+
 def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids
                    attention_mask:torch.Tensor|None=None, # [B, T], 1 for real tokens (right padding)
                    chunk_size:int=256, # positions projected to the vocabulary at a time
-                   unpad:bool|None=None, # run each row on its own real tokens (no work on padding); None: on a CPU outside distributed training
+                   unpad:bool|None=None, # run each row on its own real tokens (no work on padding); None: `unpads_by_default`
                   ) -> torch.Tensor:
     "`out[b, t] = log p(input_ids[b, t] | input_ids[b, :t])` in float32, with `out[:, 0] = 0` (and 0 at padding when unpadded)."
-    if unpad is None:
-        unpad = input_ids.device.type == 'cpu' and not (torch.distributed.is_available() and torch.distributed.is_initialized())
+    if unpad is None: unpad = unpads_by_default(input_ids.device)
     if unpad and (lengths := _right_padded_lengths(attention_mask)) is not None:
         T = input_ids.shape[1]
         return torch.cat([F.pad(token_logprobs(model, input_ids[b:b + 1, :n], attention_mask[b:b + 1, :n], chunk_size, False), (0, T - n))

@@ -13,7 +13,8 @@ import torch
 
 from .core import stable_id
 from .data import format_dialogue
-from .models import EncodedConversations, SamplingParams, cached_logprobs, gather_logprobs, load_tokenizer, make_backend, resolve_model_path
+from .models import (EncodedConversations, SamplingParams, cached_logprobs, gather_logprobs, load_tokenizer, make_backend,
+                             resolve_model_path, unpads_by_default)
 from .train import frozen_reference
 from .critic import (Critic, CriticConfig, HeadModel, backbone_decoder, candidate_inputs, check_normalization,
                              critic_logprobs, pool_turns, ranking_normalization, training_info, turn_advantages)
@@ -33,9 +34,9 @@ def candidate_advantage(ratio:torch.Tensor, # [N, S] log-ratio of each candidate
     if ranking_normalization(normalization) == 'none': return total
     return total / mask.sum(-1).to(ratio.dtype).clamp(min=1)
 
-def lm_forward(model, ids, mask, cache=None, logits_to_keep=0):
-    "Logits (float32) and the extended key-value cache of one causal-LM forward pass."
-    out = model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True, logits_to_keep=logits_to_keep)
+def lm_forward(model, ids, mask, logits_to_keep=0):
+    "Logits (float32) and the key-value cache of one causal-LM forward pass."
+    out = model(input_ids=ids, attention_mask=mask, use_cache=True, logits_to_keep=logits_to_keep)
     return out.logits.float(), out.past_key_values
 
 def score_candidates_full(model, tokenizer, task:dict, history:Sequence[dict], candidates:Sequence[str],
@@ -77,10 +78,10 @@ def candidate_batches(enc:EncodedConversations, P:int, # the shared prefix lengt
         yield ids[:, P:P + S].to(device), mask.to(device), turn[:, P:P + S].to(device)
 
 def candidates_per_pass(batch_size:int, unpad:bool|None, device) -> int:
-    """Candidates per forward pass: 1 when each runs on its own tokens (`unpad`; None: on a CPU), else `batch_size`.
+    """Candidates per forward pass: 1 when each runs on its own tokens (`unpad`; None: `unpads_by_default`), else `batch_size`.
     A batch is padded to its longest candidate; on a CPU that padding is paid for in full (Best-of-N candidates of one
     state mix 30-token questions with 380-token answers), while one candidate at a time costs little more per token."""
-    if unpad is None: unpad = torch.device(device).type == 'cpu'
+    if unpad is None: unpad = unpads_by_default(device)
     return 1 if unpad else batch_size
 
 # %% ../nbs/12_scorers.ipynb #16dfe4c2
@@ -94,7 +95,7 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
                      ref_model=None, # separate frozen reference (full fine-tuning)
                      batch_size:int=16, # candidates per forward pass
                      chunk_tokens:int|None=1024, # candidate tokens projected to the vocabulary at a time (`cached_logprobs`)
-                     unpad:bool|None=None, # one candidate per pass, no work on padding (`candidates_per_pass`; None: on a CPU)
+                     unpad:bool|None=None, # one candidate per pass, no work on padding (`candidates_per_pass`; None: `unpads_by_default`)
                     ) -> torch.Tensor:
     "Advantage A_θ(o_t, a, c) of each candidate action `a`, `[N]`; the shared context is run once per model."
     check_normalization(normalization)
@@ -124,7 +125,7 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
 def score_with_head(model:HeadModel, tokenizer, task:dict, history:Sequence[dict], candidates:Sequence[str],
                     use_hidden_info:bool=True, template:str|None=None, batch_size:int=16,
                     probability:bool=False, # the value head's success probability (sigmoid) instead of its logit
-                    unpad:bool|None=None, # one candidate per pass, no work on padding (`candidates_per_pass`; None: on a CPU)
+                    unpad:bool|None=None, # one candidate per pass, no work on padding (`candidates_per_pass`; None: `unpads_by_default`)
                    ) -> torch.Tensor:
     "Head value of each candidate's turn, `[N]`, with the shared context run once and its cache reused."
     enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template)
