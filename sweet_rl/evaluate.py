@@ -44,13 +44,17 @@ METHOD_NAMES = {'zero-shot': 'Zero-shot', 'single-turn': 'Single-turn', 'rft': '
 OUTCOMES = {'backend': ('tests_passed', 'success'), 'frontend': ('similarity',), 'choice': ('success', 'return'),
             'search': ('exact_match', 'answer_present', 'tool_execution', 'answer_in_result', 'reward')}
 PERCENT = ('tests_passed', 'success', 'exact_match', 'answer_present', 'tool_execution', 'answer_in_result',
-           'answered_at_once')  # outcomes in [0, 1] reported as percentages; the others as they are
-DIALOGUE = ('agent_turns', 'answered_at_once')  # how a ColBench agent talks: its turns, and whether its first message is its answer
+           'answered_at_once', 'marked_answer')  # outcomes in [0, 1] reported as percentages; the others as they are
+# how a ColBench agent talks: its turns, whether its first message is its answer, and whether it marked an answer at all
+# (an episode without one ran to the turn cap, and its last message was evaluated as the answer)
+DIALOGUE = ('agent_turns', 'answered_at_once', 'marked_answer')
 
 def dialogue_outcomes(record:dict) -> dict:
-    "`agent_turns` (assistant messages) and `answered_at_once` (1.0 when the first is the last) of a dialogue episode."
-    n = sum(isinstance(m, dict) and m.get('role') == 'assistant' for m in record['dialogue_history'])
-    return {'agent_turns': float(n), 'answered_at_once': float(n == 1)}
+    "`agent_turns` (assistant messages), `answered_at_once` (1.0 when the first is the last) and `marked_answer` (1.0 when one carries `ANSWER_MARK`) of a dialogue episode."
+    from sweet_rl.envs.base import ANSWER_MARK  # (here: the environments import torch, which reading results does not need)
+    agent = [m for m in record['dialogue_history'] if isinstance(m, dict) and m.get('role') == 'assistant']
+    return {'agent_turns': float(len(agent)), 'answered_at_once': float(len(agent) == 1),
+            'marked_answer': float(any(ANSWER_MARK in str(m.get('content', '')) for m in agent))}
 
 def outcome_kind(record:dict) -> str:
     "'backend' (tests passed), 'choice' (a return: Reflect-RL's environments), 'search' (MT-GRPO's search task: raw reward scores) or 'frontend' (similarity)."
