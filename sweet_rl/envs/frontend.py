@@ -9,17 +9,15 @@ from dataclasses import dataclass
 
 from ..core import Config, ConfigError
 from ..data import FrontendTask
-from .base import CollaborativeEnv
+from .base import ANSWER_MARK, CollaborativeEnv
 from ..render import PageSimilarity, Renderer, render_references, similarity_metric, to_image
 
 # %% auto #0
-__all__ = ['ANSWER_MARKER', 'FRONTEND_AGENT_PROMPT', 'FRONTEND_SINGLE_TURN_PROMPT', 'FRONTEND_VISION_SIMULATOR_PROMPT',
+__all__ = ['FRONTEND_AGENT_PROMPT', 'FRONTEND_SINGLE_TURN_PROMPT', 'FRONTEND_VISION_SIMULATOR_PROMPT',
            'FRONTEND_TEXT_SIMULATOR_PROMPT', 'BLANK_PAGE', 'HtmlExtractionError', 'extract_html', 'FrontendEnvConfig',
            'shared_renderer', 'FrontendEnv']
 
 # %% ../../nbs/07_frontend.ipynb #98b57bad
-ANSWER_MARKER = 'I WANT TO ANSWER:'
-
 class HtmlExtractionError(ValueError):
     "An agent message that holds no HTML."
 
@@ -44,7 +42,7 @@ def extract_html(message:str, # an agent message
     "The HTML page in an agent message: fenced block, raw `<html>` page or tag fragment, after `I WANT TO ANSWER:` if present."
     if not isinstance(message, str): raise TypeError(f"extract_html expects a str message, got {type(message).__name__}")
     text = message.lstrip('\ufeff')
-    if ANSWER_MARKER in text: text = text.split(ANSWER_MARKER, 1)[1]
+    if ANSWER_MARK in text: text = text.split(ANSWER_MARK, 1)[1]
     blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(text)]
     tagged = [b for lang, b in blocks if lang in ('html', 'htm', 'xhtml')]
     marked = [b for lang, b in blocks if not lang and _ANY_TAG.search(b)]
