@@ -15,9 +15,9 @@ from tqdm import tqdm
 from .core import ASSETS_DIR, JsonlError, atomic_write_text, read_jsonl, stable_id
 
 # %% auto #0
-__all__ = ['BACKEND_ONLY', 'SIGNATURE_MARKER', 'KINDS', 'TASK_CLASSES', 'OFFLINE_TRAJECTORIES', 'SAMPLE_DIR', 'SAMPLE_SPLITS',
-           'DataError', 'FrontendTask', 'BackendTask', 'detect_kind', 'task_from_dict', 'Turn', 'Trajectory',
-           'chat_message', 'request_turn', 'dialogue_turns', 'cut_text', 'format_dialogue', 'save_tasks',
+__all__ = ['BACKEND_ONLY', 'SIGNATURE_MARKER', 'KINDS', 'TASK_CLASSES', 'ANSWER_MARK', 'OFFLINE_TRAJECTORIES', 'SAMPLE_DIR',
+           'SAMPLE_SPLITS', 'DataError', 'FrontendTask', 'BackendTask', 'detect_kind', 'task_from_dict', 'Turn',
+           'Trajectory', 'chat_message', 'request_turn', 'dialogue_turns', 'cut_text', 'format_dialogue', 'save_tasks',
            'save_trajectories', 'task_file', 'load_tasks', 'load_trajectories', 'split_tasks', 'as_record',
            'subset_by_task', 'sample_tasks']
 
@@ -219,6 +219,8 @@ def from_dict(cls:Trajectory, d:dict, path=None, line:int|None=None, strict:bool
                extra=r.extra(cls._fields, strict), key_order=tuple(d))
 
 # %% ../nbs/01_data.ipynb #6124288a
+ANSWER_MARK = 'I WANT TO ANSWER:'  # how an agent's message says it is the answer (the protocol then ends the episode)
+
 def chat_message(turn) -> dict:
     "A turn (dict or `Turn`) as a plain chat message `{role, content}`."
     return {'role': turn['role'], 'content': turn['content']} if isinstance(turn, dict) else {'role': turn.role, 'content': turn.content}

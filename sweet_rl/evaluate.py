@@ -11,6 +11,7 @@ from typing import Sequence
 import pandas as pd
 
 from .core import JsonlStore, atomic_write_text, best_index, read_jsonl, stable_id
+from .data import ANSWER_MARK
 from .render import win_rate
 
 # %% auto #0
@@ -51,7 +52,6 @@ DIALOGUE = ('agent_turns', 'answered_at_once', 'marked_answer')
 
 def dialogue_outcomes(record:dict) -> dict:
     "`agent_turns` (assistant messages), `answered_at_once` (1.0 when the first is the last) and `marked_answer` (1.0 when one carries `ANSWER_MARK`) of a dialogue episode."
-    from sweet_rl.envs.base import ANSWER_MARK  # (here: the environments import torch, which reading results does not need)
     agent = [m for m in record['dialogue_history'] if isinstance(m, dict) and m.get('role') == 'assistant']
     return {'agent_turns': float(len(agent)), 'answered_at_once': float(len(agent) == 1),
             'marked_answer': float(any(ANSWER_MARK in str(m.get('content', '')) for m in agent))}
@@ -120,7 +120,7 @@ def candidate_rewards(records:Sequence[dict], # from `sweet_rl.actor.sample_cand
                       chunk:int=32, # records per batch of sandboxes (each batch is stored before the next starts)
                      ) -> list[list]:
     "Tests passed (0-1) by each candidate that is a final answer, `None` for the others (they go on with the dialogue); sandboxed, stored by record."
-    from sweet_rl.envs.backend import ANSWER_MARK, BackendTask, evaluate_batch
+    from sweet_rl.envs.backend import BackendTask, evaluate_batch
     for r in records:
         if not isinstance(r.get('task'), dict) or 'test_cases' not in r['task']:
             raise ValueError(f"candidate_rewards runs unit tests, so it needs backend tasks; record {r.get('id')!r} has none")

@@ -13,9 +13,8 @@ from typing import Callable, Sequence
 from tqdm.auto import tqdm
 
 from .core import LIVE_SUFFIX, Config, JsonlStore, artifact_dir, atomic_write_text, best_index, file_lock, stable_id, seed_everything, write_progress
-from .data import dialogue_turns
+from .data import ANSWER_MARK, dialogue_turns
 from .models import Completion, GenerationBackend, SamplingParams
-from .envs.backend import ANSWER_MARK
 
 # %% auto #0
 __all__ = ['BACKEND_QUESTIONS', 'FRONTEND_QUESTIONS', 'RolloutConfig', 'env_factory', 'scorer_label', 'episode_id', 'score_list',

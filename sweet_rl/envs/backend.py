@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Sequence
 
 from ..core import Config, stable_id
-from ..data import BackendTask, format_dialogue
+from ..data import ANSWER_MARK, BackendTask, format_dialogue
 from ..sandbox import CallResult, SandboxConfig, run_untrusted_batch, values_equal
-from .base import ANSWER_MARK, CollaborativeEnv
+from .base import CollaborativeEnv
 
 # %% auto #0
 __all__ = ['MAX_AGENT_TURNS', 'PARITY_BANNED', 'AGENT_PROMPT', 'SINGLE_TURN_PROMPT', 'SIMULATOR_PROMPT', 'extract_code',

@@ -6,14 +6,11 @@
 from __future__ import annotations
 from typing import NamedTuple, Sequence
 
-from ..data import dialogue_turns, request_turn
+from ..data import ANSWER_MARK, dialogue_turns, request_turn
 from ..models import SamplingParams
 
 # %% auto #0
-__all__ = ['ANSWER_MARK', 'CollaborativeEnv', 'ChoiceStep', 'ChoiceEnv']
-
-# %% ../../nbs/04_protocol.ipynb #c1e60915
-ANSWER_MARK = 'I WANT TO ANSWER:'
+__all__ = ['CollaborativeEnv', 'ChoiceStep', 'ChoiceEnv']
 
 # %% ../../nbs/04_protocol.ipynb #d48d62d9
 class CollaborativeEnv:

@@ -8,8 +8,8 @@ import base64, io, re
 from dataclasses import dataclass
 
 from ..core import Config, ConfigError
-from ..data import FrontendTask
-from .base import ANSWER_MARK, CollaborativeEnv
+from ..data import ANSWER_MARK, FrontendTask
+from .base import CollaborativeEnv
 from ..render import PageSimilarity, Renderer, render_references, similarity_metric, to_image
 
 # %% auto #0
