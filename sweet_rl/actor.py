@@ -309,10 +309,7 @@ def train_actor(config:ActorConfig, # the policy, the method and its hyperparame
     "Train the policy with `config.method` on the 🤗 Trainer (TRL's DPOTrainer for sweet); saved in `out_dir/actor`."
     out_dir = Path(out_dir)
     done = out_dir / 'actor'
-    if resume and (done / 'weights.safetensors').is_file():
-        if ActorConfig.load(done / 'actor_config.json').to_dict() != config.to_dict():
-            raise ValueError(f"{done} holds an actor trained with another config; use a new out_dir or resume=False")
-        return Actor.load(done, device)
+    if resume and (found := Actor.finished(done, config, device)) is not None: return found
     if not examples: raise ValueError(f"no training examples for method {config.method!r} (no pairs, or no successful trajectory)")
     actor = actor or Actor.build(config, device)
     ckpt = out_dir / 'checkpoints'

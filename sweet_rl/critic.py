@@ -483,11 +483,7 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
     "Train a critic on offline trajectories with the 🤗 Trainer; the result is saved in `out_dir/critic`."
     out_dir = Path(out_dir)
     done = out_dir / 'critic'
-    if resume and (done / 'weights.safetensors').is_file():
-        saved = CriticConfig.load(done / 'critic_config.json')
-        if saved.to_dict() != config.to_dict():
-            raise ValueError(f"{done} holds a critic trained with another config; use a new out_dir or resume=False")
-        return (Critic if critic is None else type(critic)).load(done, device)
+    if resume and (found := (Critic if critic is None else type(critic)).finished(done, config, device)) is not None: return found
     examples = training_examples(trajectories, config.head, pair_config)
     if not examples:
         raise ValueError("no training examples: no task has a rollout pair under this pair rule "

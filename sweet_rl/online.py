@@ -427,10 +427,7 @@ def train_mtgrpo(config:MTGRPOConfig, # the method, the policy and the setting
     from transformers import TrainerCallback
     out_dir = Path(out_dir)
     done = out_dir / 'policy'
-    if resume and (done / 'weights.safetensors').is_file():
-        if MTGRPOConfig.load(done / 'policy_config.json').to_dict() != config.to_dict():
-            raise ValueError(f"{done} holds a policy trained with another config; use a new out_dir or resume=False")
-        return OnlinePolicy.load(done, device)
+    if resume and (found := OnlinePolicy.finished(done, config, device)) is not None: return found
     setting = setting or online_setting(config)
     policy = policy or OnlinePolicy.build(config, device)
     ckpt = out_dir / 'checkpoints'

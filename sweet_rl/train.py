@@ -228,6 +228,17 @@ class SavedWeights:
         obj.saved_path = path
         return obj
 
+    @classmethod
+    def finished(cls, path, # where a trainer saves its result (e.g. `out_dir/critic`)
+                 config, # the config the run trains with now
+                 device:str|None=None):
+        "The model a run already trained into `path` (what a resumed trainer returns), or None; one trained with another config is an error."
+        path = Path(path)
+        if not (path / 'weights.safetensors').is_file(): return None
+        if cls.config_class.load(path / cls.config_file).to_dict() != config.to_dict():
+            raise ValueError(f"{path} holds a {cls.__name__} trained with another config; use a new out_dir or resume=False")
+        return cls.load(path, device)
+
 # %% ../nbs/09_train.ipynb #e967e258
 class Policy(SavedWeights):
     "A causal LM trained as a policy (a LoRA adapter, or all weights), with generation backends on it."
