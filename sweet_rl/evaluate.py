@@ -15,12 +15,13 @@ from .data import ANSWER_MARK
 from .render import win_rate
 
 # %% auto #0
-__all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'SITTINGS',
-           'FIGURE_STYLE', 'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci', 'win_rate_ci',
-           'paired_difference_ci', 'candidate_rewards', 'ranking_check', 'critic_choices', 'load_run', 'task_rows',
-           'execution_record', 'note_sitting', 'run_wall_time', 'run_rows', 'markdown_table', 'select_runs',
-           'pending_runs', 'has_run', 'fmt_ci', 'compare_ci', 'paired_verdict', 'row_value', 'row_ci', 'row_tasks',
-           'describe_training', 'provenance', 'new_figure', 'save_figure']
+__all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'SAMPLING_PARAMS',
+           'SITTINGS', 'FIGURE_STYLE', 'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci',
+           'win_rate_ci', 'paired_difference_ci', 'candidate_rewards', 'ranking_check', 'critic_choices',
+           'first_turn_scores', 'first_turn_agreement', 'load_run', 'task_rows', 'execution_record', 'note_sitting',
+           'run_wall_time', 'run_rows', 'markdown_table', 'select_runs', 'pending_runs', 'has_run', 'fmt_ci',
+           'compare_ci', 'paired_verdict', 'row_value', 'row_ci', 'row_tasks', 'describe_training', 'provenance',
+           'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -210,6 +211,50 @@ def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): it
             out.at[i, 'reference'], out.at[i, 'same_best'] = ref['critic'], sum(row['picks'][k] == ref['picks'][k] for k in common)
     return out.drop(columns='picks').sort_values(['candidates', 'head', 'normalization', 'use_hidden_info', 'n_trajectories'],
                                                  kind='stable', ignore_index=True)
+
+# %% ../nbs/14_evaluate.ipynb #4293a7e4
+SAMPLING_PARAMS = ('actor', 'temperature', 'max_new_tokens', 'seed', 'task', 'tasks_path', 'n_tasks')  # what decides a Best-of-N run's candidates
+
+def _rank_corr(a:Sequence, b:Sequence) -> float:
+    "Rank (Spearman) correlation of two score lists; NaN when either is constant."
+    return float(pd.Series(a, dtype=float).rank().corr(pd.Series(b, dtype=float).rank()))
+
+def first_turn_scores(run_dirs:Sequence) -> dict:
+    "`{(scorer, n): {task id: scores}}`: each Best-of-N run's scores at the first turn of each task (its `<scorer>-n<N>.jsonl`)."
+    out, where, sampling = {}, {}, {}
+    for d in map(Path, run_dirs):
+        params = json.loads((d / 'params.json').read_text()) if (d / 'params.json').is_file() else {}
+        for k in SAMPLING_PARAMS:
+            if k in params and sampling.setdefault(k, (params[k], d))[0] != params[k]:
+                raise ValueError(f"{d} and {sampling[k][1]} sample candidates differently ({k}: {params[k]!r} vs {sampling[k][0]!r}): their first turns are not the same candidates")
+        for path in sorted(d.glob('*-n*.jsonl')):
+            scorer, _, n = path.stem.rpartition('-n')
+            if not (scorer and n.isdigit()): continue
+            if where.setdefault((scorer, int(n)), d) != d: raise ValueError(f"{scorer} at N = {n} is in two runs ({where[scorer, int(n)]} and {d}): pass one")
+            got = out.setdefault((scorer, int(n)), {})
+            for line, r in read_jsonl(path):
+                first = next((b for b in r.get('bon') or () if isinstance(b, dict) and b.get('turn') == 0), None) if isinstance(r, dict) else None
+                if first is None or not isinstance(r.get('task'), dict) or not isinstance(first.get('scores'), list) or not first['scores']:
+                    raise ValueError(f"{path}:{line}: needs 'task' and a 'bon' entry for turn 0 with its 'scores'")
+                got[stable_id(r['task'])] = first['scores']
+    return out
+
+def first_turn_agreement(run_dirs:Sequence, # Best-of-N run folders that share one candidate pool (e.g. Figure 3a's, one per scorer)
+                         reference:str='sweet', # the scorer the others are compared with
+                        ) -> pd.DataFrame:
+    """One row per other scorer and N: `states` (first turns both scored, on the same candidates), `same_choice` (those where it
+    picks the candidate `reference` picks; the first among ties, as Best-of-N does) and `rank_corr` (the median over states
+    of the rank correlation of the two scorers' scores; NaN where every state has a constant scorer)."""
+    firsts, rows = first_turn_scores(run_dirs), []
+    for (scorer, n), got in sorted(firsts.items()):
+        ref = firsts.get((reference, n))
+        if scorer == reference or ref is None: continue
+        common = [t for t in got if t in ref and len(got[t]) == len(ref[t])]
+        corr = [c for c in (_rank_corr(got[t], ref[t]) for t in common) if c == c]
+        rows.append({'scorer': scorer, 'n': n, 'reference': reference, 'states': len(common),
+                     'same_choice': sum(best_index(got[t]) == best_index(ref[t]) for t in common),
+                     'rank_corr': statistics.median(corr) if corr else float('nan')})
+    return pd.DataFrame(rows, columns=['scorer', 'n', 'reference', 'states', 'same_choice', 'rank_corr'])
 
 # %% ../nbs/14_evaluate.ipynb #e50ef939
 def load_run(run_dir) -> dict:
