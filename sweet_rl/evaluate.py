@@ -212,7 +212,7 @@ def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): it
     return out.drop(columns='picks').sort_values(['candidates', 'head', 'normalization', 'use_hidden_info', 'n_trajectories'],
                                                  kind='stable', ignore_index=True)
 
-# %% ../nbs/14_evaluate.ipynb #4293a7e4
+# %% ../nbs/14_evaluate.ipynb #c7feb131
 SAMPLING_PARAMS = ('actor', 'temperature', 'max_new_tokens', 'seed', 'task', 'tasks_path', 'n_tasks')  # what decides a Best-of-N run's candidates
 
 def _rank_corr(a:Sequence, b:Sequence) -> float:
