@@ -249,7 +249,9 @@ def first_turn_agreement(run_dirs:Sequence, # Best-of-N run folders that share o
     for (scorer, n), got in sorted(firsts.items()):
         ref = firsts.get((reference, n))
         if scorer == reference or ref is None: continue
-        common = [t for t in got if t in ref and len(got[t]) == len(ref[t])]
+        common = [t for t in got if t in ref]
+        if bad := [t for t in common if len(got[t]) != len(ref[t])]:
+            raise ValueError(f"{scorer} and {reference} at N = {n} scored different numbers of first-turn candidates on task {bad[0]}: not the same pool")
         corr = [c for c in (_rank_corr(got[t], ref[t]) for t in common) if c == c]
         rows.append({'scorer': scorer, 'n': n, 'reference': reference, 'states': len(common),
                      'same_choice': sum(best_index(got[t]) == best_index(ref[t]) for t in common),
