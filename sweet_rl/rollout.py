@@ -19,8 +19,8 @@ from .models import Completion, GenerationBackend, SamplingParams
 # %% auto #0
 __all__ = ['BACKEND_QUESTIONS', 'FRONTEND_QUESTIONS', 'RolloutConfig', 'env_factory', 'scorer_label', 'episode_id', 'score_list',
            'CandidatePool', 'run_rollouts', 'shared_rollouts_dir', 'shared_rollouts', 'episode_metrics',
-           'TrajectoryView', 'mutate_code', 'mutate_html', 'scripted_answer', 'script_plan', 'scripted_rollouts',
-           'ScriptedAgent']
+           'TrajectoryView', 'rescore_stored', 'rescore_summary', 'mutate_code', 'mutate_html', 'scripted_answer',
+           'script_plan', 'scripted_rollouts', 'ScriptedAgent']
 
 # %% ../nbs/08_rollout.ipynb #459ae4f4
 @dataclass
@@ -326,6 +326,38 @@ class TrajectoryView:
             import base64
             parts.append(f"<img style='max-width:600px;border:1px solid #ccc' src='data:image/png;base64,{base64.b64encode(self.png).decode()}'/>")
         return ''.join(parts) + '</div>'
+
+# %% ../nbs/08_rollout.ipynb #3409663b
+def rescore_stored(records:Sequence[dict], # finished Best-of-N records (`run_rollouts` with a scorer and a pool)
+                   make_env:Callable, # () -> a fresh environment of the protocol they ran under
+                   pool:CandidatePool, # the pool their candidates were drawn from
+                   scorer, # the scorer to check: `.score(task_dict, history, candidates)`
+                   config:RolloutConfig, # the run's sampling settings (they name the pool's states)
+                   limit:int=2, # states to score again: every record's first turn, then the second turns, ...
+                  ) -> list[dict]:
+    "Score again the Best-of-N states the records logged: per state its record, turn, stored and new scores, and both choices."
+    pool._sync()  # draws other processes appended since the pool was opened
+    logged = sorted(((b['turn'], i, r, b) for i, r in enumerate(records) for b in r.get('bon', [])), key=lambda s: s[:2])
+    out = []
+    for turn, _, r, b in logged[:limit]:
+        turns = dialogue_turns(r['dialogue_history'])
+        said = [k for k, t in enumerate(turns) if t['role'] == 'assistant']
+        env = make_env()
+        obs = env.replay(r['task'], turns[:said[turn]] if turn < len(said) else turns)
+        params = SamplingParams(max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=config.top_p,
+                                stop=list(getattr(env, 'agent_stop', ())))  # as `run_rollouts` samples, so the same pool key
+        candidates = pool.pools.get(pool.key(obs, params), [])[:len(b['scores'])]
+        if len(candidates) < len(b['scores']):
+            raise ValueError(f"record {r['id']!r}, turn {turn}: the pool holds {len(candidates)} candidates of this state and the record "
+                             f"scored {len(b['scores'])}: not the pool (or the sampling settings) the run drew them with")
+        new = score_list(scorer, env.task.to_dict(), env.history, candidates)
+        out.append({'record': r['id'], 'turn': turn, 'stored': b['scores'], 'new': new, 'stored_choice': b['chosen'], 'new_choice': best_index(new)})
+    return out
+
+def rescore_summary(checks:Sequence[dict]) -> dict:
+    "`rescore_stored`'s checks in three numbers: states, the largest change of a score, states whose choice stayed."
+    moved = [abs(a - b) for c in checks for a, b in zip(c['stored'], c['new']) if a is not None and not math.isnan(b)]
+    return {'states': len(checks), 'max_abs_diff': max(moved, default=0.0), 'same_choice': sum(c['stored_choice'] == c['new_choice'] for c in checks)}
 
 # %% ../nbs/08_rollout.ipynb #df9c997d
 BACKEND_QUESTIONS = (
