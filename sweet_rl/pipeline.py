@@ -484,7 +484,7 @@ def _progress(run:Path) -> str:
     for f in sorted(run.glob('**/*progress.json')):
         try: p = json.loads(f.read_text())
         except (OSError, ValueError): continue
-        if not isinstance(p, dict): continue
+        if not isinstance(p, dict) or 'done' not in p: continue  # not `write_progress`'s (a trainer of an older version)
         left, of = p.get('seconds_left'), f.name.removesuffix('progress.json').rstrip('.')
         steps.append(f"{of + ' ' if of else ''}{p.get('unit')} {p.get('done')}/{p.get('total')}" + (f" (~{left / 60:.0f} min left)" if left else ''))
     parts = [_cell_reached(run)] + steps + ([f"checkpoint {ckpts[0]}"] if ckpts else []) + [f"{name}: {n}" for name, n in recs.items()]
