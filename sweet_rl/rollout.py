@@ -342,8 +342,9 @@ def rescore_stored(records:Sequence[dict], # finished Best-of-N records (`run_ro
     for turn, _, r, b in logged[:limit]:
         turns = dialogue_turns(r['dialogue_history'])
         said = [k for k, t in enumerate(turns) if t['role'] == 'assistant']
+        if turn >= len(said): raise ValueError(f"record {r['id']!r}: its Best-of-N log has turn {turn}, but its dialogue holds {len(said)} agent messages")
         env = make_env()
-        obs = env.replay(r['task'], turns[:said[turn]] if turn < len(said) else turns)
+        obs = env.replay(r['task'], turns[:said[turn]])  # the dialogue as the agent saw it before its message `turn`
         params = SamplingParams(max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=config.top_p,
                                 stop=list(getattr(env, 'agent_stop', ())))  # as `run_rollouts` samples, so the same pool key
         candidates = pool.pools.get(pool.key(obs, params), [])[:len(b['scores'])]
