@@ -10,7 +10,7 @@ from ..data import ANSWER_MARK, dialogue_turns, request_turn
 from ..models import SamplingParams
 
 # %% auto #0
-__all__ = ['CollaborativeEnv', 'ChoiceStep', 'ChoiceEnv']
+__all__ = ['CollaborativeEnv', 'human_replies', 'ChoiceStep', 'ChoiceEnv']
 
 # %% ../../nbs/04_protocol.ipynb #d48d62d9
 class CollaborativeEnv:
@@ -65,7 +65,7 @@ class CollaborativeEnv:
         "Agent speaks; unless that ends the episode, the simulator answers. Returns (observation, done)."
         if self.act(message): return self.observation(), True
         if self.simulator is None: raise ValueError(f"{type(self).__name__} needs a simulator backend for collaborative episodes")
-        return self.hear(self.simulator.generate([self.simulator_messages()], self.simulator_params())[0]), False
+        return self.hear(human_replies([self])[0]), False
 
     @property
     def answer(self) -> str:
@@ -75,6 +75,13 @@ class CollaborativeEnv:
     def first_message(self) -> str: raise NotImplementedError
     def simulator_messages(self) -> list: raise NotImplementedError
     def trajectory(self) -> dict: raise NotImplementedError
+
+# %% ../../nbs/04_protocol.ipynb #1de02358
+def human_replies(envs:Sequence[CollaborativeEnv]) -> list[str]:
+    "The simulated human's next reply in each of `envs` (which share one simulator): `respond(task, history)` if it has one, else one batched `generate`."
+    sim = envs[0].simulator
+    if hasattr(sim, 'respond'): return [sim.respond(env.task, list(env.history)) for env in envs]
+    return sim.generate([env.simulator_messages() for env in envs], envs[0].simulator_params())
 
 # %% ../../nbs/04_protocol.ipynb #a3788572
 class ChoiceStep(NamedTuple):
