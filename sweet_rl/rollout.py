@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 
 from .core import LIVE_SUFFIX, Config, JsonlStore, artifact_dir, atomic_write_text, best_index, file_lock, stable_id, seed_everything, write_progress
 from .data import ANSWER_MARK, dialogue_turns
+from .envs.base import human_replies
 from .models import Completion, GenerationBackend, SamplingParams
 
 # %% auto #0
@@ -36,9 +37,9 @@ class RolloutConfig(Config):
     n_candidates:int=1 # Best-of-N: candidate messages sampled per agent turn, the scorer picks one (needs `scorer=` when > 1)
 
 # %% ../nbs/08_rollout.ipynb #36fe9875
-def env_factory(kind:str, # 'backend', 'frontend' or 'search'
+def env_factory(kind:str, # 'backend', 'frontend', 'search' or 'clarify'
                 simulator=None, # generation backend playing the human (None: single-turn episodes only); search: the tool (None: the country collection)
-                **config, # fields of `BackendEnvConfig` / `FrontendEnvConfig` / `SearchEnvConfig`: max_turns, ...
+                **config, # fields of `BackendEnvConfig` / `FrontendEnvConfig` / `SearchEnvConfig` / `ClarifyEnvConfig`: max_turns, ...
                ) -> Callable:
     "() -> a fresh environment of `kind` with this simulator and protocol (one config object shared by every episode)."
     if kind == 'backend':
@@ -53,7 +54,11 @@ def env_factory(kind:str, # 'backend', 'frontend' or 'search'
         from sweet_rl.envs.search import SearchEnv, SearchEnvConfig, default_search_tool
         cfg, tool = SearchEnvConfig.from_dict(config, 'env_factory'), simulator or default_search_tool()
         return lambda: SearchEnv(tool, cfg)
-    raise ValueError(f"kind must be 'backend', 'frontend' or 'search', got {kind!r}")
+    if kind == 'clarify':
+        from sweet_rl.envs.clarify import ClarifyEnv, ClarifyEnvConfig
+        cfg = ClarifyEnvConfig.from_dict(config, 'env_factory')
+        return lambda: ClarifyEnv(simulator, cfg)
+    raise ValueError(f"kind must be 'backend', 'frontend', 'search' or 'clarify', got {kind!r}")
 
 # %% ../nbs/08_rollout.ipynb #4a20577d
 def scorer_label(scorer) -> str:
@@ -108,9 +113,7 @@ def _drive(queue:list, # (id, task, sample, fields, plan) per episode to run; co
         step += 1
         talking = [ep.env for ep in live if not ep.env.done]
         if talking:
-            sim, sim_params = talking[0].simulator, talking[0].simulator_params()
-            replies = sim.generate([env.simulator_messages() for env in talking], sim_params)
-            for env, reply in zip(talking, replies): env.hear(reply)
+            for env, reply in zip(talking, human_replies(talking)): env.hear(reply)
         for ep in [e for e in live if e.env.done]:
             record = {'id': ep.id, 'sample': ep.sample, **ep.env.trajectory(), **ep.fields}
             if store is not None: store.append(record)

@@ -7,8 +7,9 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / 'sweet_rl'
 # each module may import only modules of an earlier layer (or of its own layer when listed as allowed below)
-LAYERS = [['core'], ['data', 'models', 'sandbox'], ['envs.base', 'render'], ['envs.backend', 'envs.frontend', 'envs.search', 'envs.taxi', 'envs.explore'], ['rollout'],
-          ['train'], ['critic'], ['vision_critic'], ['scorers'], ['actor', 'online', 'reflect'], ['evaluate'], ['launch'], ['pipeline']]
+LAYERS = [['core'], ['data', 'models', 'sandbox'], ['envs.base', 'render'], ['envs.backend', 'envs.frontend', 'envs.search', 'envs.taxi', 'envs.explore'],
+          ['envs.clarify'], ['rollout'],  # clarify builds on the backend environment's evaluator and protocol
+          ['train'], ['critic'], ['vision_critic'], ['scorers'], ['actor', 'online', 'reflect'], ['evaluate'], ['credit'], ['launch'], ['pipeline']]
 LEVEL = {m: i for i, layer in enumerate(LAYERS) for m in layer}
 GENERIC = {'score', 'inputs', 'run', 'main', 'plan', 'select', 'figure', 'expand', 'collect', 'unwrap', 'checkpoints',
            'describe', 'close', 'render', 'embed'}
