@@ -13,8 +13,8 @@ import torch
 
 from .core import stable_id
 from .data import format_dialogue
-from .models import (EncodedConversations, SamplingParams, cached_logprobs, gather_logprobs, load_tokenizer, make_backend,
-                             resolve_model_path, unpads_by_default)
+from .models import (EncodedConversations, SamplingParams, cached_logprobs, gather_logprobs, load_model, load_tokenizer,
+                             make_backend, resolve_model_path, token_logprobs, unpads_by_default)
 from .train import frozen_reference
 from .critic import (Critic, CriticConfig, HeadModel, backbone_decoder, candidate_inputs, check_normalization,
                              critic_logprobs, pool_turns, ranking_normalization, training_info, turn_advantages)
@@ -23,7 +23,8 @@ from .vision_critic import VisionCritic
 # %% auto #0
 __all__ = ['JUDGE_PROMPT', 'candidate_advantage', 'lm_forward', 'score_candidates_full', 'shared_prefix_length', 'repeat_cache',
            'candidate_batches', 'candidates_per_pass', 'score_candidates', 'score_with_head', 'CriticScorer',
-           'critic_class', 'build_critic', 'load_critic', 'RandomScorer', 'parse_verdict', 'JudgeScorer', 'VLLMScorer']
+           'critic_class', 'build_critic', 'load_critic', 'RandomScorer', 'mean_logprob_gap', 'PrivilegedScorer',
+           'parse_verdict', 'JudgeScorer', 'VLLMScorer']
 
 # %% ../nbs/12_scorers.ipynb #8098ab92
 def candidate_advantage(ratio:torch.Tensor, # [N, S] log-ratio of each candidate token (0 elsewhere)
@@ -188,6 +189,41 @@ class RandomScorer:
         "One score in [0, 1) per candidate; a function of the seed and the inputs only, so reruns and resumes agree."
         rng = random.Random(stable_id([self.seed, task, list(history), list(candidates)]))
         return [rng.random() for _ in candidates]
+
+# %% ../nbs/12_scorers.ipynb #157ef652
+def mean_logprob_gap(with_info:Sequence[torch.Tensor], # per candidate, its tokens' log-probs with the information
+                     without_info:Sequence[torch.Tensor], # the same tokens' log-probs without it
+                    ) -> torch.Tensor:
+    "Per candidate, the mean log-prob of its tokens with the information minus the mean without it, `[N]`."
+    if len(with_info) != len(without_info): raise ValueError(f"{len(with_info)} candidates with the information, {len(without_info)} without")
+    return torch.tensor([float(a.mean() - b.mean()) for a, b in zip(with_info, without_info)])
+
+# %% ../nbs/12_scorers.ipynb #193d59ad
+class PrivilegedScorer:
+    "Training-free privileged scorer: a frozen LM's mean log p(a | o, c) minus its mean log p(a | o) over each candidate's tokens."
+    name = 'privileged'
+    def __init__(self, model='smollm2-135m', # preset name or folder, or a loaded causal LM
+                 tokenizer=None, # needed with a loaded model
+                 batch_size:int=8, # candidates per forward pass
+                 dtype='auto'): # when loading by name (see `models.resolve_dtype`)
+        if isinstance(model, (str, Path)): model, tokenizer = load_model(str(model), dtype=dtype)
+        elif tokenizer is None: raise ValueError("PrivilegedScorer: pass the tokenizer along with a loaded model")
+        self.model, self.tokenizer, self.batch_size = model.eval(), tokenizer, batch_size
+
+    def candidate_logprobs(self, task:dict, history:Sequence[dict], candidates:Sequence[str], use_hidden_info:bool) -> list:
+        "Each candidate's token log-probs (end-of-turn token included) after the critic prompt, with or without the reference."
+        enc, k = candidate_inputs(self.tokenizer, task, history, candidates, use_hidden_info)
+        dev, out = next(self.model.parameters()).device, []
+        with torch.inference_mode():
+            for s in range(0, len(candidates), self.batch_size):
+                ids, am, turn = (x[s:s + self.batch_size] for x in enc)
+                lp = token_logprobs(self.model, ids.to(dev), am.to(dev)).cpu()
+                out += [lp[i][turn[i] == k] for i in range(len(ids))]
+        return out
+
+    def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str]) -> torch.Tensor:
+        return mean_logprob_gap(self.candidate_logprobs(task, history, candidates, True),
+                                self.candidate_logprobs(task, history, candidates, False))
 
 # %% ../nbs/12_scorers.ipynb #74745f8a
 JUDGE_PROMPT = (
