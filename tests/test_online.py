@@ -80,6 +80,24 @@ def test_masks_hold_no_environment_token():
     torch.testing.assert_close(er.outcome, torch.tensor([1.9, 1.9])); torch.testing.assert_close(er.turns, torch.tensor([[0.7], [0.7]]))
 
 
+def test_an_answer_cut_by_the_token_limit_stays_open():
+    """The backend's finish reason reaches the search environment through the rollouts: an answer the token limit cut
+    while copying the document keeps its tag open and earns no answer and no closing-tag credit (the authors' stop
+    handling); the same text stopped at `</answer>` gets its tag back and both."""
+    from sweet_rl.models import Completion, GenerationBackend
+    dump = '<reasoning>r</reasoning>\n<answer>Peru is a country in South America. The capital of Peru is Lima. The official languages of Peru (ISO'
+    class Backend(GenerationBackend):
+        def __init__(self, reason): self.reason = reason
+        def complete(self, conversations, params=None): return [Completion(dump, 64, self.reason) for _ in conversations]
+    task = next(q for q in search_tasks('all', kinds=['capital']) if q.country == 'Peru')
+    cut, stopped = (run_rollouts([task], env_factory('search', max_turns=1), Backend(reason), RolloutConfig(), progress=False)[0]
+                    for reason in ('length', 'stop'))
+    assert cut['dialogue_history'][-1]['content'] == dump and cut['answer'] is None
+    assert (cut['rewards']['answer_present'], cut['rewards']['xml_format']) == (0.0, pytest.approx(0.8))
+    assert stopped['dialogue_history'][-1]['content'] == dump + '</answer>'
+    assert (stopped['rewards']['answer_present'], stopped['rewards']['xml_format']) == (1.0, pytest.approx(1.0))
+
+
 # The learning check: one-turn episodes on capital questions, rewarded for starting the answer with "The capital". SmolLM2
 # does so in about a third of its samples at temperature 1, so every group has spread, and the first tokens move fast.
 PREFIX = 'the capital'
