@@ -4,7 +4,8 @@
 
 # %% ../nbs/13b_online.ipynb #84d4939b
 from __future__ import annotations
-import json, math, random, time, warnings
+import json, math, random, re, time, warnings
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
@@ -21,9 +22,9 @@ from .train import (ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, 
 # %% auto #0
 __all__ = ['ADVANTAGE_EPS', 'MODES', 'ENVS', 'group_normalize', 'mtgrpo_advantages', 'PolicyLoss', 'clipped_policy_loss',
            'Reward', 'EpisodeRewards', 'episode_rewards', 'record_field_reward', 'search_rewards',
-           'tests_passed_reward', 'critic_turn_reward', 'MTGRPOConfig', 'Setting', 'online_setting', 'prompt_schedule',
-           'PromptCollator', 'agent_conversations', 'silent_groups', 'reward_stats', 'MTGRPOTrainer', 'OnlinePolicy',
-           'train_mtgrpo', 'online_metrics']
+           'tests_passed_reward', 'critic_turn_reward', 'MTGRPOConfig', 'Setting', 'no_tool_result', 'online_setting',
+           'prompt_schedule', 'PromptCollator', 'agent_conversations', 'silent_groups', 'reward_stats',
+           'batch_advantages', 'MTGRPOTrainer', 'OnlinePolicy', 'train_mtgrpo', 'online_metrics', 'final_messages']
 
 # %% ../nbs/13b_online.ipynb #bfa0dfed
 ADVANTAGE_EPS = 1e-4  # DESIGN §5: (r - mean) / (std + 1e-4)
@@ -69,7 +70,7 @@ def mtgrpo_advantages(turn_index:torch.Tensor, # [B, T] agent turn of each token
         a_turn = torch.stack([group_normalize(tr[:, k], group_size, has[:, k]) for k in range(K)], 1)
         credited = agent & (turn_index < K)
         adv += lam * torch.where(credited, a_turn.gather(1, turn_index.clamp(0, K - 1)), 0)
-    if merged is None: merged = turn_index.max(1).values < 1  # no second agent turn: no tool result
+    if merged is None: merged = turn_index.max(1).values < 1  # no second agent turn (a setting may name its own: `Setting.merged`)
     return torch.where(merged[:, None], a_merged[:, None], adv) * agent
 
 # %% ../nbs/13b_online.ipynb #5091d1aa
@@ -198,6 +199,7 @@ class MTGRPOConfig(Config):
     seed:int=0
     env:str='search' # the setting `online_setting` builds: 'search' (country facts, BM25 tool) or 'backend' (ColBench)
     max_turns:int=2 # agent turns per episode (search: 2, a search then an answer)
+    agent_template:str='' # path to an agent prompt file with {problem_description} (empty: the environment's own; search: `SEARCH_PROMPT`)
     top_k:int=2 # search: documents per result
     reply_chars:int|None=None # characters of an environment reply the agent reads (None: the environment's default)
     question_kinds:list|None=None # search: question kinds (None: all of `QUESTION_KINDS`)
@@ -227,20 +229,28 @@ class Setting(NamedTuple):
     train_tasks:list # task records the rollouts start from
     eval_tasks:list # held-out task records
     rewards:list # `Reward`s
+    merged:Callable|None=None # records -> one bool each: the episodes that take MT-GRPO's merged advantage (None: those with one agent turn)
 
 def _subset(tasks:list, n:int, seed:int) -> list:
     "A seeded subset of n tasks, in their order (n = 0: all)."
     return tasks if not n or n >= len(tasks) else [tasks[i] for i in sorted(random.Random(f"tasks:{seed}").sample(range(len(tasks)), n))]
 
+def no_tool_result(records:Sequence[dict]) -> list[bool]:
+    "Search episodes whose tool calls got no result (no call, or only one the turn cap left unanswered): MT-GRPO merges their credit."
+    from sweet_rl.envs.search import has_tool_result
+    return [not has_tool_result(r['dialogue_history']) for r in records]
+
 def online_setting(config:MTGRPOConfig) -> Setting:
     "The environment, prompts and rewards `config.env` names (search: the paper's; backend: ColBench, unit tests, optional critic)."
     c = config
     replies = {} if c.reply_chars is None else {'reply_chars': c.reply_chars}
+    if c.agent_template: replies['agent_template'] = c.agent_template
     if c.env == 'search':
         from sweet_rl.envs.search import SearchTool, search_tasks
         make_env = env_factory('search', SearchTool(top_k=c.top_k), max_turns=c.max_turns, **replies)
         split = dict(test_fraction=c.test_fraction, seed=c.split_seed, kinds=c.question_kinds)
-        return Setting(make_env, _subset(search_tasks('train', **split), c.n_tasks, c.seed), search_tasks('test', **split), search_rewards())
+        return Setting(make_env, _subset(search_tasks('train', **split), c.n_tasks, c.seed), search_tasks('test', **split), search_rewards(),
+                       no_tool_result)
     from sweet_rl.data import sample_tasks
     from sweet_rl.models import make_backend
     make_env = env_factory('backend', make_backend(c.simulator), max_turns=c.max_turns, simulator_max_new_tokens=c.simulator_max_new_tokens,
@@ -293,15 +303,31 @@ def reward_stats(er:EpisodeRewards, group_size:int|None=None) -> dict:
     if group_size: stats['flat_groups'] = float((total.view(-1, group_size).max(1).values == total.view(-1, group_size).min(1).values).float().mean())
     return stats
 
+# %% ../nbs/13b_online.ipynb #974bb53b
+def batch_advantages(records:Sequence[dict], # the batch's trajectory records: groups of `config.group_size` consecutive episodes
+                     turn_index:torch.Tensor, # [B, T] agent turn of each token of their encoding (`encode_conversations`)
+                     rewards:Sequence[Reward], # how episodes are scored
+                     config:MTGRPOConfig, # its mode, lam and group_size
+                     merged:Callable|None=None, # records -> one bool each: episodes that take the merged advantage (`Setting.merged`); None: one agent turn
+                    ) -> tuple[EpisodeRewards, torch.Tensor, torch.Tensor]:
+    "The batch's rewards, which episodes take the merged advantage ([B] bool), and every token's advantage under `config.mode`."
+    er = episode_rewards(records, rewards)
+    if merged is None: m = turn_index.max(1).values < 1
+    else:
+        m = torch.tensor([bool(x) for x in merged(records)], dtype=torch.bool)
+        if len(m) != len(records): raise ValueError(f"merged gave {len(m)} values for {len(records)} episodes; expected one per episode")
+    return er, m, mtgrpo_advantages(turn_index, er.outcome, er.turns, config.group_size, config.mode, config.lam, m)
+
 # %% ../nbs/13b_online.ipynb #62035344
 class MTGRPOTrainer(ObjectiveTrainer):
     "GRPO on episodes it collects itself: rollouts of each micro-batch's prompts, advantages by mode, clipped policy loss."
     def __init__(self, *args, make_env:Callable, # () -> a fresh environment
                  rewards:Sequence[Reward], # how episodes are scored
+                 merged:Callable|None=None, # records -> one bool each: episodes that take the merged advantage (`Setting.merged`)
                  run_dir=None, # where `steps.jsonl` (and `episodes.jsonl`) are written by process 0; None: nowhere
                  **kwargs):
         super().__init__(*args, **kwargs)
-        self.make_env, self.rewards, self.task_class = make_env, list(rewards), make_env().task_class
+        self.make_env, self.rewards, self.merged, self.task_class = make_env, list(rewards), merged, make_env().task_class
         main = run_dir is not None and self.is_world_process_zero()
         self.step_log = JsonlStore(Path(run_dir) / 'steps.jsonl') if main else None
         self.episode_log = JsonlStore(Path(run_dir) / 'episodes.jsonl') if main and self.config.save_episodes else None
@@ -334,8 +360,7 @@ def collect(self:MTGRPOTrainer, model, task_dicts:list[dict], micro:int) -> dict
             records = run_rollouts(tasks, self.make_env, TransformersBackend(lm, self.processing_class, batch_size=n), rcfg, progress=False)
             lm.train(training)
     enc = encode_conversations(self.processing_class, agent_conversations(records, self.make_env))
-    er = episode_rewards(records, self.rewards)
-    adv = mtgrpo_advantages(enc.turn_index, er.outcome, er.turns, c.group_size, c.mode, c.lam)
+    er, merged, adv = batch_advantages(records, enc.turn_index, self.rewards, c, self.merged)
     batch = {'input_ids': enc.input_ids, 'attention_mask': enc.attention_mask, 'turn_index': enc.turn_index, 'advantages': adv,
              'old_logprobs': None}
     if c.updates_per_batch > 1:  # the rollouts serve several updates: keep the sampling policy's log-probabilities
@@ -344,6 +369,7 @@ def collect(self:MTGRPOTrainer, model, task_dicts:list[dict], micro:int) -> dict
     agent_tokens = enc.assistant_mask.sum(1).float()
     batch['stats'] = {**reward_stats(er, c.group_size), 'agent_tokens': float(agent_tokens.mean()),
                       'agent_turns': float((enc.turn_index.max(1).values + 1).float().mean()), 'episodes': len(records),
+                      'merged': float(merged.float().mean()),
                       'advantage_abs': float(adv.abs().sum() / agent_tokens.sum().clamp(min=1)),
                       'silent_groups': silent_groups(adv, c.group_size), 'rollout_s': time.perf_counter() - t0}
     if self.episode_log is not None:
@@ -445,7 +471,7 @@ def train_mtgrpo(config:MTGRPOConfig, # the method, the policy and the setting
     if config.gradient_checkpointing: checkpoint_activations(policy.model)
     trainer = MTGRPOTrainer(model=policy.model, args=args, train_dataset=data, data_collator=PromptCollator(),
                             processing_class=policy.tokenizer, config=config, ref_model=policy.ref_model,
-                            make_env=setting.make_env, rewards=setting.rewards, run_dir=out_dir,
+                            make_env=setting.make_env, rewards=setting.rewards, merged=setting.merged, run_dir=out_dir,
                             callbacks=[_StopAfter(), TimedCheckpoints(config.save_minutes), ProgressFile(out_dir / 'progress.json')])
     policy.model.train()
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
@@ -460,3 +486,20 @@ def online_metrics(records:Sequence[dict], # trajectory records of one evaluatio
     er = episode_rewards(records, rewards)
     turns = [sum(m['role'] == 'assistant' for m in r['dialogue_history']) for r in records]
     return {'n_episodes': len(records), 'mean_turns': sum(turns) / max(len(turns), 1), **reward_stats(er)}
+
+# %% ../nbs/13b_online.ipynb #4d2d0647
+def _normal_message(record:dict, chars:int) -> str:
+    "The record's last agent message, whitespace collapsed, its task's country and accepted answers as `{country}` / `{answer}`."
+    text = ' '.join(next((m['content'] for m in reversed(record['dialogue_history']) if m['role'] == 'assistant'), '').split())
+    task = record.get('task') or {}
+    if task.get('country'): text = text.replace(task['country'], '{country}')
+    for a in sorted(task.get('answers') or [], key=len, reverse=True):
+        text = re.sub(rf'(?<!\w){re.escape(a)}(?!\w)', '{answer}', text, flags=re.I)
+    return text[:chars]
+
+def final_messages(records:Sequence[dict], # trajectory records
+                   top:int=5, # how many messages to list
+                   chars:int=300, # characters kept of each message
+                  ) -> list[tuple[str, int]]:
+    "The most common final agent messages with their counts, the task's country and answers written `{country}` and `{answer}`."
+    return Counter(_normal_message(r, chars) for r in records).most_common(top)

@@ -19,9 +19,9 @@ from .models import Completion, GenerationBackend, SamplingParams
 
 # %% auto #0
 __all__ = ['BACKEND_QUESTIONS', 'FRONTEND_QUESTIONS', 'RolloutConfig', 'env_factory', 'scorer_label', 'episode_id', 'score_list',
-           'CandidatePool', 'run_rollouts', 'shared_rollouts_dir', 'shared_rollouts', 'episode_metrics',
-           'TrajectoryView', 'rescore_stored', 'rescore_summary', 'mutate_code', 'mutate_html', 'scripted_answer',
-           'script_plan', 'scripted_rollouts', 'ScriptedAgent']
+           'CandidatePool', 'AgentMessage', 'agent_messages', 'run_rollouts', 'shared_rollouts_dir', 'shared_rollouts',
+           'episode_metrics', 'TrajectoryView', 'rescore_stored', 'rescore_summary', 'mutate_code', 'mutate_html',
+           'scripted_answer', 'script_plan', 'scripted_rollouts', 'ScriptedAgent']
 
 # %% ../nbs/08_rollout.ipynb #459ae4f4
 @dataclass
@@ -233,6 +233,20 @@ class CandidatePool:
                         have.extend(new)
         return [self.pools[k][:n] for k in keys]
 
+# %% ../nbs/08_rollout.ipynb #07549587
+class AgentMessage(str):
+    "An agent's message that remembers why generation ended: 'stop' (end of turn or a stop string) or 'length' (the token limit)."
+    def __new__(cls, text:str, finish_reason:str='stop'):
+        message = super().__new__(cls, text)
+        message.finish_reason = finish_reason
+        return message
+
+def agent_messages(agent, # a `GenerationBackend` (its `complete` is used), or anything with `generate`
+                   conversations:list, params:SamplingParams) -> list[str]:
+    "The agent's reply to each conversation; a backend's replies are `AgentMessage`s, with their finish reasons."
+    if getattr(type(agent), 'complete', GenerationBackend.complete) is GenerationBackend.complete: return agent.generate(conversations, params)
+    return [AgentMessage(c.text, c.finish_reason) for c in agent.complete(conversations, params)]
+
 # %% ../nbs/08_rollout.ipynb #dbc154b9
 def run_rollouts(tasks:Sequence, # task records (`BackendTask` or `FrontendTask`)
                  make_env:Callable, # () -> a fresh environment (`BackendEnv`, `FrontendEnv`)
@@ -261,9 +275,9 @@ def run_rollouts(tasks:Sequence, # task records (`BackendTask` or `FrontendTask`
     def speak(live, step):
         params.seed = config.seed * 1_000_003 + step  # one seed per call; request i of the call samples with seed + i
         params.stop = list(getattr(live[0].env, 'agent_stop', ()))  # the protocol's stop strings (the search tool's `</tool>`, `</answer>`)
-        if bon is None: return agent.generate([ep.env.observation() for ep in live], params)
+        if bon is None: return agent_messages(agent, [ep.env.observation() for ep in live], params)  # with finish reasons
         if pool is not None: return [_best_of(ep, c, bon) for ep, c in zip(live, pool.draw(agent, [ep.env.observation() for ep in live], n, params))]
-        flat = agent.generate([ep.env.observation() for ep in live for _ in range(n)], params)
+        flat = agent_messages(agent, [ep.env.observation() for ep in live for _ in range(n)], params)
         return [_best_of(ep, flat[i * n:(i + 1) * n], bon) for i, ep in enumerate(live)]
 
     with tqdm(total=len(queue), initial=len(queue) - len(todo), desc='episodes', disable=not progress) as bar:

@@ -80,6 +80,24 @@ def test_masks_hold_no_environment_token():
     torch.testing.assert_close(er.outcome, torch.tensor([1.9, 1.9])); torch.testing.assert_close(er.turns, torch.tensor([[0.7], [0.7]]))
 
 
+def test_an_answer_cut_by_the_token_limit_stays_open():
+    """The backend's finish reason reaches the search environment through the rollouts: an answer the token limit cut
+    while copying the document keeps its tag open and earns no answer and no closing-tag credit (the authors' stop
+    handling); the same text stopped at `</answer>` gets its tag back and both."""
+    from sweet_rl.models import Completion, GenerationBackend
+    dump = '<reasoning>r</reasoning>\n<answer>Peru is a country in South America. The capital of Peru is Lima. The official languages of Peru (ISO'
+    class Backend(GenerationBackend):
+        def __init__(self, reason): self.reason = reason
+        def complete(self, conversations, params=None): return [Completion(dump, 64, self.reason) for _ in conversations]
+    task = next(q for q in search_tasks('all', kinds=['capital']) if q.country == 'Peru')
+    cut, stopped = (run_rollouts([task], env_factory('search', max_turns=1), Backend(reason), RolloutConfig(), progress=False)[0]
+                    for reason in ('length', 'stop'))
+    assert cut['dialogue_history'][-1]['content'] == dump and cut['answer'] is None
+    assert (cut['rewards']['answer_present'], cut['rewards']['xml_format']) == (0.0, pytest.approx(0.8))
+    assert stopped['dialogue_history'][-1]['content'] == dump + '</answer>'
+    assert (stopped['rewards']['answer_present'], stopped['rewards']['xml_format']) == (1.0, pytest.approx(1.0))
+
+
 # The learning check: one-turn episodes on capital questions, rewarded for starting the answer with "The capital". SmolLM2
 # does so in about a third of its samples at temperature 1, so every group has spread, and the first tokens move fast.
 PREFIX = 'the capital'
@@ -221,7 +239,9 @@ def test_silent_groups_follow_the_mode_not_the_total_reward(mode, silent):
 
 def test_a_step_without_signal_still_moves_the_weights(tmp_path, tiny_lm):
     """Every group's episodes earn the same reward at step 2: its advantages and gradient are zero, yet the optimizer step
-    moves the weights along step 1's gradient (Adam's momentum), as the ColBench text says of GRPO-OR's silent steps."""
+    moves the weights along step 1's gradient (Adam's momentum), as the ColBench text says of GRPO-OR's silent steps.
+    The setting's `merged` reaches the trainer: the share of merged episodes it logs is the setting's (0), not the
+    one-agent-turn default's (1)."""
     from safetensors.torch import load_file
     calls = []
     def first_step_only(records):  # the first answer's length at step 1, then the same reward for every episode
@@ -229,12 +249,14 @@ def test_a_step_without_signal_still_moves_the_weights(tmp_path, tiny_lm):
         return [len(next(m['content'] for m in r['dialogue_history'] if m['role'] == 'assistant')) / 10 if len(calls) == 1 else 0.0
                 for r in records]
     tasks = search_tasks('all', kinds=['capital'])
-    setting = Setting(env_factory('search', max_turns=1), tasks[:8], tasks[8:10], [Reward('first', 'outcome', 1.0, first_step_only)])
+    setting = Setting(env_factory('search', max_turns=1), tasks[:8], tasks[8:10], [Reward('first', 'outcome', 1.0, first_step_only)],
+                      merged=lambda records: [False] * len(records))  # the setting's own criterion (by agent turns, all would merge)
     cfg = MTGRPOConfig(model=tiny_lm, mode='or', steps=2, group_size=4, batch_size=1, max_new_tokens=4, lr=1e-3, dtype='float32',
                        save_steps=1, lora_r=4, lora_alpha=8, save_episodes=False)
     train_mtgrpo(cfg, tmp_path / 'run', setting, progress=False)
     steps = [json.loads(l) for l in (tmp_path / 'run' / 'steps.jsonl').read_text().splitlines()]
     assert steps[0]['advantage_abs'] > 0 and steps[1]['advantage_abs'] == 0 and steps[1]['grad_norm'] == 0
     assert steps[1]['silent_groups'] == 1.0 and steps[0]['silent_groups'] == 0.0
+    assert [s['merged'] for s in steps] == [0.0, 0.0]  # the trainer asks the setting which episodes merge
     after = [load_file(str(tmp_path / 'run' / 'checkpoints' / f'checkpoint-{i}' / 'adapter_model.safetensors')) for i in (1, 2)]
     assert any(not torch.equal(after[0][k], after[1][k]) for k in after[0])

@@ -15,11 +15,12 @@ from ..models import SamplingParams
 from .base import CollaborativeEnv
 
 # %% auto #0
-__all__ = ['QUESTION_KINDS', 'TAGS', 'AGENT_STOP', 'NO_TOOL_CALL', 'SEARCH_REWARDS', 'SEARCH_PROMPT', 'country_facts',
-           'country_document', 'SearchTask', 'country_questions', 'search_tasks', 'xml_fields', 'restore_stop',
-           'tool_query', 'result_text', 'SearchTool', 'default_search_tool', 'tool_calls', 'final_answer',
-           'tool_execution', 'answer_in_result', 'answer_present', 'exact_match', 'xml_format_score', 'xml_format',
-           'xml_tags_score', 'xml_tags', 'RewardTerm', 'reward_components', 'SearchEnvConfig', 'SearchEnv']
+__all__ = ['QUESTION_KINDS', 'TAGS', 'AGENT_STOP', 'FINISH_REASONS', 'NO_TOOL_CALL', 'SEARCH_REWARDS', 'SEARCH_PROMPT',
+           'country_facts', 'country_document', 'SearchTask', 'country_questions', 'search_tasks', 'tag_fields',
+           'xml_fields', 'restore_stop', 'tool_query', 'result_text', 'SearchTool', 'default_search_tool', 'tool_calls',
+           'has_tool_result', 'final_answer', 'tool_execution', 'answer_in_result', 'answer_present', 'exact_match',
+           'xml_format_score', 'xml_format', 'xml_tags_score', 'xml_tags', 'RewardTerm', 'reward_components',
+           'SearchEnvConfig', 'SearchEnv']
 
 # %% ../../nbs/07b_search.ipynb #59ccb2ca
 def _aliases(name:str, spellings:Sequence[str]) -> list[str]:
@@ -129,16 +130,28 @@ def search_tasks(split:str='train', # 'train', 'test' or 'all'
 # %% ../../nbs/07b_search.ipynb #f168750c
 TAGS = ('reasoning', 'tool', 'answer')
 AGENT_STOP = ('</tool>', '</answer>')
-_FIELD = re.compile(r'<(reasoning|tool|answer)>(.*?)</\1>', re.S)
+FINISH_REASONS = ('stop', 'length')  # `Completion.finish_reason`: a stop string or end of turn; the token limit
 
-def xml_fields(message:str) -> dict[str, list[str]]:
-    "The content of every complete `<reasoning>`, `<tool>` and `<answer>` field of a message, by tag, in order."
-    out = {t: [] for t in TAGS}
-    for m in _FIELD.finditer(message): out[m.group(1)].append(m.group(2))
+def tag_fields(message:str, tag:str) -> list[str]:
+    "The content of every complete `<tag>...</tag>` of a message, in order, found in one left-to-right scan."
+    opening, closing, out, at = f'<{tag}>', f'</{tag}>', [], 0
+    while (start := message.find(opening, at)) >= 0:
+        end = message.find(closing, start + len(opening))
+        if end < 0: break  # no closer after this opener, so none after a later one either
+        out.append(message[start + len(opening):end])
+        at = end + len(closing)
     return out
 
-def restore_stop(message:str) -> str:
-    "The message with the closing tag generation stopped at put back: the last `<tool>`/`<answer>` left open."
+def xml_fields(message:str) -> dict[str, list[str]]:
+    "The content of every complete `<reasoning>`, `<tool>` and `<answer>` field of a message, by tag, in order (each tag read on its own)."
+    return {t: tag_fields(message, t) for t in TAGS}
+
+def restore_stop(message:str,
+                 finish_reason:str='stop', # why generation ended: 'stop' (a stop string or end of turn) or 'length' (the token limit)
+                ) -> str:
+    "The message with the closing tag generation stopped at put back (the last `<tool>`/`<answer>` left open); as it is when the limit cut it."
+    if finish_reason not in FINISH_REASONS: raise ValueError(f"finish_reason must be one of {FINISH_REASONS}, got {finish_reason!r}")
+    if finish_reason == 'length': return message
     open_at = [(message.rfind(f'<{t}>'), t) for t in ('tool', 'answer') if message.rfind(f'<{t}>') > message.rfind(f'</{t}>')]
     return message + f'</{max(open_at)[1]}>' if open_at else message
 
@@ -198,6 +211,10 @@ def tool_calls(history:Sequence[dict]) -> list[tuple[str, str|None]]:
         reply = turns[i + 1] if i + 1 < len(turns) and turns[i + 1]['role'] == 'user' else None
         out.append((q, None if reply is None else result_text(reply['content'])))
     return out
+
+def has_tool_result(history:Sequence[dict]) -> bool:
+    "Whether a tool call of the episode got the environment's result (MT-GRPO gives an episode without one the merged advantage)."
+    return any(r is not None for _, r in tool_calls(history))
 
 def final_answer(history:Sequence[dict]) -> str|None:
     "The content of the last agent message's (last) `<answer>` field; None if that message has none."
@@ -274,11 +291,17 @@ def reward_components(history:Sequence[dict], answers:Sequence[str]) -> dict[str
 
 # %% ../../nbs/07b_search.ipynb #b4478049
 SEARCH_PROMPT = """Answer the question with the help of a search tool over a collection of country facts.
-First think inside <reasoning>...</reasoning>. Then either search with <tool>your query</tool> (the result comes back inside <result>...</result>) or give your final answer with <answer>...</answer>. You can search once, then you must answer.
+You have two turns. In the first, think inside <reasoning>...</reasoning>, then search with <tool>your query</tool>; the result comes back inside <result>...</result>. In the second, think inside <reasoning>...</reasoning> again, then give your final answer inside <answer>...</answer>. If you already know the answer, you may answer in your first turn.
+In <answer>, write the name (or the code) alone: no sentence, no explanation.
 
 Example:
 <reasoning>I need the capital of Peru, so I search for it.</reasoning>
 <tool>Peru capital</tool>
+<result>
+Peru is a country in South America. The capital of Peru is Lima.
+</result>
+<reasoning>The result says the capital of Peru is Lima.</reasoning>
+<answer>Lima</answer>
 
 Question: {problem_description}"""
 
@@ -307,9 +330,9 @@ class SearchEnv(CollaborativeEnv):
     def first_message(self) -> str: return self.agent_template.format(problem_description=self.task.problem_description)
 
     def act(self, message:str) -> bool:
-        "Record the agent's message (its closing tag restored); the episode ends at a complete `<answer>` or at the turn cap."
+        "Record the agent's message (its closing tag restored unless the token limit cut it); the episode ends at a complete `<answer>` or at the turn cap."
         if self.done: raise RuntimeError("the episode is over; call reset(task) first")
-        message = restore_stop(message)
+        message = restore_stop(str(message), getattr(message, 'finish_reason', 'stop'))  # `sweet_rl.rollout.AgentMessage` carries it
         self.history.append({'role': 'assistant', 'content': message})
         self.done = bool(xml_fields(message)['answer']) or self.agent_turns >= self.max_turns
         return self.done
