@@ -4,7 +4,7 @@
 
 # %% ../nbs/13c_reflect.ipynb #deb1bba9
 from __future__ import annotations
-import json, random, statistics, time
+import json, random, statistics, time, warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
@@ -21,16 +21,17 @@ from .envs.explore import ExploreConfig, ExploreEnv, explore_tasks
 from .train import trainable_state
 
 # %% auto #0
-__all__ = ['LABELS', 'ANALYZE', 'ACTION', 'CURRICULA', 'EXPLORE_MAX_ENTRIES', 'ReflectConfig', 'choice_env', 'episode_seeds',
-           'Memory', 'recall', 'reflection_prompt', 'policy_prompt', 'action_labels', 'written_reflection',
-           'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll', 'sft_target',
-           'label_nll', 'lora_lm', 'new_optimizer', 'sft', 'Reflector', 'returns_to_go', 'reinforce_loss', 'ppo_loss',
-           'play', 'policy_update', 'success_rate', 'save_adapter', 'load_adapter', 'episode_record', 'evaluate_policy',
-           'train_reflect']
+__all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CURRICULA', 'EXPLORE_MAX_ENTRIES', 'ReflectConfig', 'choice_env',
+           'episode_seeds', 'Memory', 'recall', 'reflection_prompt', 'policy_prompt', 'action_labels',
+           'written_reflection', 'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll',
+           'sft_target', 'label_nll', 'lora_lm', 'new_optimizer', 'sft', 'Reflector', 'written_over_budget',
+           'returns_to_go', 'reinforce_loss', 'ppo_loss', 'play', 'policy_update', 'success_rate', 'save_adapter',
+           'load_adapter', 'episode_record', 'evaluate_policy', 'train_reflect']
 
 # %% ../nbs/13c_reflect.ipynb #0872a20f
 LABELS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'  # one token each in the packaged models' vocabularies (checked by `label_ids`)
 ANALYZE, ACTION = ' # Analyze:', ' # Action:'  # the markers after which the reflection and the policy speak (the authors' prompts)
+REFLECTION_TOKENS = 64  # reflection budget: the annotator's longest reflection is 54 SmolLM2 tokens (AutoExplore), 31 on taxi; + end of turn
 
 # %% ../nbs/13c_reflect.ipynb #f8567a4f
 @dataclass
@@ -41,13 +42,14 @@ class ReflectConfig(Config):
     warmup_curriculum:str='' # curriculum learning: online RL starts on this curriculum ('' : none, the paper's w/o CL)
     warmup_iterations:int=0 # iterations spent on `warmup_curriculum` before `curriculum`
     explore_mode:str='find' # explore: 'find' (find a named file) or 'questions' (what a file defines or says)
+    pickup_bonus:bool=True # taxi 'full': pay +20 once at the pick-up and go on (the paper's rule); False: only the delivery pays
     model:str='smollm2-135m' # policy backbone (paper: GPT-2 XL)
     reflection_model:str='smollm2-135m' # reflection backbone, fine-tuned once with SFT and then frozen
     reflection:bool=True # the policy reads a reflection (False: online RL without reflection)
     negative_examples:bool=True # reflection data explains the mistakes of the random actions (paper's negative example generation)
     p_random:float=0.9 # reflection data: oracle + random, a random action with this probability (paper: 0.9)
     data_episodes:int=48 # oracle + random episodes of reflection data
-    reflection_tokens:int=40 # reflection budget (the authors: about 100)
+    reflection_tokens:int=REFLECTION_TOKENS # reflection budget, end of turn included (the authors: about 100)
     memory:int=2 # previous steps shown in every prompt
     shuffle_labels:bool=False # give the actions labels in a random order each step
     lora_r:int=64 # Table 3
@@ -57,10 +59,11 @@ class ReflectConfig(Config):
     weight_decay:float=1e-3 # Table 3
     sft_steps:int=40 # optimizer steps of each SFT (reflection model, then policy)
     sft_batch_size:int=4 # examples per SFT step
-    iterations:int=20 # online RL iterations, one optimizer step each (0: SFT only)
+    iterations:int=20 # online RL iterations, one optimizer step each and one more on the replayed episodes (0: SFT only)
     episodes_per_iteration:int=4 # trajectories sampled per iteration (Table 3: 4)
     replay_size:int=50 # successful episodes kept for replay (the authors: 50)
-    replay_episodes:int=1 # episodes drawn from the replay buffer into each iteration's batch
+    replay_episodes:int=1 # successful episodes drawn from the replay buffer each iteration
+    replay_step:bool=True # the replayed episodes get their own optimizer step after the fresh batch's (the authors' code); False: mixed into the fresh batch
     temperature:float=1.0 # policy sampling temperature during RL (Table 3: 1)
     algorithm:str='reinforce' # online RL: 'reinforce' (the authors' default) or 'ppo' (their option: clipped ratio)
     ppo_epochs:int=4 # ppo: optimizer steps on each iteration's episodes
@@ -85,7 +88,7 @@ CURRICULA = {'taxi': ('pickup', 'dropoff', 'full'), 'explore': ('depth1', 'depth
 def choice_env(config:ReflectConfig, split:str='train', curriculum:str|None=None) -> ChoiceEnv:
     "A fresh environment of the run (`split` 'train' or 'test'), on its curriculum or the one named."
     cur = curriculum or config.curriculum
-    if config.env == 'taxi': return DangerousTaxiEnv(TaxiConfig(curriculum=cur))
+    if config.env == 'taxi': return DangerousTaxiEnv(TaxiConfig(curriculum=cur, pickup_bonus=config.pickup_bonus))
     depth = {'depth1': 1, 'depth2': 2, 'any': None}[cur]
     tasks = explore_tasks(split, mode=config.explore_mode, max_depth=depth)
     return ExploreEnv(tasks, ExploreConfig(split=split, mode=config.explore_mode, max_depth=depth, seed=config.seed,
@@ -246,21 +249,32 @@ def sft(model, loss_fn:Callable, # (list of examples) -> loss tensor
 # %% ../nbs/13c_reflect.ipynb #d6847390
 class Reflector:
     "The frozen reflection model: a greedy reflection per prompt, computed once and cached (the cache can be turned off to measure it)."
-    def __init__(self, model, tokenizer, max_new_tokens:int=40, cache:bool=True, batch_size:int=8,
+    def __init__(self, model, tokenizer, max_new_tokens:int=REFLECTION_TOKENS, cache:bool=True, batch_size:int=8,
                  cache_bytes:int=DEFAULT_CACHE_BYTES): # memory budget of the backend's store of prompt keys/values
         self.backend = TransformersBackend(model, tokenizer, batch_size=batch_size, cache_bytes=cache_bytes)
         self.params, self.cache, self.memo, self.generated = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0), cache, {}, 0
+        self.truncated = 0  # generated reflections cut by the budget before their end of turn
 
     def __call__(self, prompts:Sequence[str]) -> list[str]:
         "The reflection after each prompt (`reflection_prompt`)."
         todo = list(dict.fromkeys(p for p in prompts if not (self.cache and p in self.memo)))
         if todo:
-            texts = self.backend.generate([[{'role': 'user', 'content': p}] for p in todo], self.params)
-            self.generated += len(todo)
-            fresh = {p: ' '.join(t.split()) for p, t in zip(todo, texts)}  # one line: the policy prompt shows it after the marker
+            outs = self.backend.complete([[{'role': 'user', 'content': p}] for p in todo], self.params)
+            cut = [o.text for o in outs if o.finish_reason == 'length']
+            if cut and not self.truncated:
+                warnings.warn(f"a reflection reached the {self.params.max_new_tokens}-token budget before its end of turn and was cut: "
+                              f"{' '.join(cut[0].split())!r}; Reflector.truncated counts such reflections (raise reflection_tokens)")
+            self.generated, self.truncated = self.generated + len(todo), self.truncated + len(cut)
+            fresh = {p: ' '.join(o.text.split()) for p, o in zip(todo, outs)}  # one line: the policy prompt shows it after the marker
             if self.cache: self.memo.update(fresh)
         else: fresh = {}
         return [fresh[p] if p in fresh else self.memo[p] for p in prompts]
+
+# %% ../nbs/13c_reflect.ipynb #eeb4221b
+def written_over_budget(tokenizer, data:Sequence[dict], # reflection data (`reflection_data`)
+                        budget:int) -> int:
+    "How many written reflections of `data`, with their end of turn, are longer than `budget` tokens (the reflector could not finish them)."
+    return sum(len(tokenizer(d['reflection'], add_special_tokens=False)['input_ids']) + 1 > budget for d in data)
 
 # %% ../nbs/13c_reflect.ipynb #237ad480
 def returns_to_go(rewards:Sequence[float]) -> list[float]:
@@ -423,6 +437,7 @@ def train_reflect(config:ReflectConfig, out_dir, progress:bool=True) -> dict:
     if not data_file.is_file(): write_jsonl(data_file, reflection_data(config, episode_seeds(config, 'train', config.data_episodes)))
     data = [r for _, r in read_jsonl(data_file)]
     reflector, model, tok = _stage_models(config, out, data, progress)
+    over = written_over_budget(reflector.backend.tokenizer, data, config.reflection_tokens) if reflector else 0
     sft_file = out / 'eval_sft.json'
     if not sft_file.is_file():  # (its episodes first: a run cut in between evaluates again)
         atomic_write_text(sft_file, json.dumps(evaluate_policy(model, tok, config, reflector, config.eval_episodes, records_file=out / 'episodes_sft.jsonl')) + '\n')
@@ -443,11 +458,12 @@ def train_reflect(config:ReflectConfig, out_dir, progress:bool=True) -> dict:
         fresh = play(model, tok, envs[cur], episode_seeds(config, 'train', B, offset=it * B), config, reflector, generator=gen)
         rng = random.Random(stable_id([config.seed, it]))
         old = rng.sample(replay, min(config.replay_episodes, len(replay)))
-        loss = policy_update(model, tok, opt, fresh + old, config)
+        loss = policy_update(model, tok, opt, fresh if config.replay_step else fresh + old, config)
+        replay_loss = policy_update(model, tok, opt, old, config) if old and config.replay_step else None  # its own step
         replay = (replay + [e for e in fresh if e['success']])[-config.replay_size:]
         row = {'id': f'it{it}', 'iteration': it + 1, 'curriculum': cur, 'success': success_rate(fresh),
                'return': statistics.fmean(e['return'] for e in fresh), 'steps': statistics.fmean(len(e['steps']) for e in fresh),
-               'loss': loss, 'replayed': len(old), 'seconds': round(time.perf_counter() - t0, 2)}
+               'loss': loss, 'replayed': len(old), 'replay_loss': replay_loss, 'seconds': round(time.perf_counter() - t0, 2)}
         log.append(row)
         if (it + 1) % config.save_every == 0 or it + 1 == config.iterations:
             tmp = ckpt.with_name('checkpoint.pt.tmp')
@@ -458,6 +474,12 @@ def train_reflect(config:ReflectConfig, out_dir, progress:bool=True) -> dict:
                'rl': evaluate_policy(model, tok, config, reflector, config.eval_episodes, records_file=out / 'episodes_rl.jsonl') if config.iterations else None,
                'episodes': {'sft': 'episodes_sft.jsonl', **({'rl': 'episodes_rl.jsonl'} if config.iterations else {})},
                'reflections_generated': reflector.generated if reflector else 0,
+               'reflections_truncated': reflector.truncated if reflector else 0, # of those generated, cut by the budget
+               'written_over_budget': over, # written reflections of the data longer than the budget
                'train_log': [ {k: v for k, v in r.items() if k != 'id'} for r in log]}
+    if metrics['reflections_truncated'] or over:
+        warnings.warn(f"{out}: {metrics['reflections_truncated']} of {metrics['reflections_generated']} generated reflections reached the "
+                      f"{config.reflection_tokens}-token budget before their end of turn, and {over} of {len(data)} written ones are longer "
+                      f"than it (metrics['reflections_truncated'], ['written_over_budget']): raise reflection_tokens")
     atomic_write_text(out / 'metrics.json', json.dumps(metrics, indent=1) + '\n')
     return metrics

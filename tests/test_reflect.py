@@ -1,7 +1,7 @@
 """Reflect-RL (sweet_rl.reflect): the action scoring covers exactly the valid labels, reflections never see the oracle at
 test time, negative examples change only the reflections written after a mistake, online RL (REINFORCE and PPO) learns
-on the pickup curriculum, PPO refuses episodes without their sampling log-probabilities, and an interrupted run resumes
-to the same weights."""
+on the pickup curriculum, PPO refuses episodes without their sampling log-probabilities, an interrupted run resumes
+to the same weights, and a replayed success gets an optimizer step of its own."""
 import json, random
 
 import pytest
@@ -111,6 +111,33 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch, tiny
     b = torch.load(tmp_path / 'cut' / 'checkpoint.pt', weights_only=False)['adapter']
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert any(float(a[k].abs().sum()) > 0 for k in a if 'lora_B' in k)  # the adapter trained off its zero start
+
+
+@pytest.mark.parametrize('replay_step, optimizer_steps', [(True, 3), (False, 2)])
+def test_a_replayed_success_gets_its_own_optimizer_step(tmp_path, monkeypatch, tiny_lm, replay_step, optimizer_steps):
+    "Two iterations whose episodes all count as successes: the second replays one, in an update of its own (the authors' code) or mixed in."
+    import sweet_rl.reflect as R
+    real_play, real_update, updates = R.play, R.policy_update, []
+    def succeed(*a, **k):
+        eps = real_play(*a, **k)
+        for e in eps: e['success'] = True
+        return eps
+    def record(model, tok, opt, episodes, config, **k):
+        updates.append([e['seed'] for e in episodes])
+        return real_update(model, tok, opt, episodes, config, **k)
+    monkeypatch.setattr(R, 'play', succeed); monkeypatch.setattr(R, 'policy_update', record)
+    cfg = ReflectConfig(reflection=False, data_episodes=2, sft_steps=1, iterations=2, episodes_per_iteration=2, eval_episodes=1,
+                        lora_r=8, model=tiny_lm, reflection_model=tiny_lm, replay_step=replay_step)
+    log = train_reflect(cfg, tmp_path, progress=False)['train_log']
+    first, second = episode_seeds(cfg, 'train', 2), episode_seeds(cfg, 'train', 2, offset=2)
+    assert [r['replayed'] for r in log] == [0, 1]
+    if replay_step:
+        assert updates[:2] == [first, second] and len(updates) == 3 and len(updates[2]) == 1 and updates[2][0] in first
+        assert log[0]['replay_loss'] is None and log[1]['replay_loss'] is not None
+    else:
+        assert len(updates) == 2 and updates[0] == first and updates[1][:2] == second and updates[1][2] in first
+    adam = torch.load(tmp_path / 'checkpoint.pt', weights_only=False)['optimizer']['state']
+    assert {float(v['step']) for v in adam.values()} == {optimizer_steps}  # AdamW counts the optimizer steps it took
 
 
 def test_every_explore_state_fits_the_labels():

@@ -64,21 +64,26 @@ def test_pickup_episode_by_hand():
 
 
 def test_full_episode_by_hand():
-    "Pick-up pays only the step cost in `full`; delivery pays +20/20; a wrong-stop drop-off is a legal step."
+    "By default (the paper's rule) the pick-up pays +20/20 and the episode goes on; delivery pays +20/20; a wrong-stop drop-off is a legal step."
     env = DangerousTaxiEnv(TaxiConfig(curriculum='full'))
     env.reset(seed=0)
     steps = play(env, SEED0_PICKUP + SEED0_DELIVERY)
-    assert [s.reward for s in steps] == [-0.05] * 14 + [1.0]
+    assert [s.reward for s in steps] == [-0.05] * 6 + [1.0] + [-0.05] * 7 + [1.0]
     assert [s.done for s in steps] == [False] * 14 + [True]
     assert steps[-1].info == {'success': True, 'ended_by': 'delivery', 'steps': 15, 'state': gym_taxi().encode(4, 0, 2, 2)}
+    assert sum(s.reward for s in steps) == pytest.approx(1.35, abs=1e-12)
+    off = DangerousTaxiEnv(TaxiConfig(curriculum='full', pickup_bonus=False))  # the option: only the delivery pays
+    off.reset(seed=0)
+    steps = play(off, SEED0_PICKUP + SEED0_DELIVERY)
+    assert [s.reward for s in steps] == [-0.05] * 14 + [1.0]
     assert sum(s.reward for s in steps) == pytest.approx(0.3, abs=1e-12)
     env.reset(seed=0)  # a drop-off on a stop that is not the destination: the passenger waits there again
     again = play(env, SEED0_PICKUP + ['drop off the passenger'])
     assert (again[-1].reward, again[-1].done, decode_state(env.state)) == (-0.05, False, (4, 3, 3, 2))
 
 
-def test_pickup_bonus_of_the_authors_code():
-    env = DangerousTaxiEnv(TaxiConfig(curriculum='full', pickup_bonus=True))
+def test_pickup_bonus_is_paid_once():
+    env = DangerousTaxiEnv(TaxiConfig(curriculum='full'))
     env.reset(seed=0)
     steps = play(env, SEED0_PICKUP + ['drop off the passenger', 'pick up the passenger'] + SEED0_DELIVERY)
     assert [s.reward for s in steps] == [-0.05] * 6 + [1.0] + [-0.05] * 2 + [-0.05] * 7 + [1.0]  # the bonus is paid once

@@ -114,7 +114,7 @@ DANGER_REWARD, GOAL_REWARD = -10.0, 20.0  # unscaled, as in gym's Taxi
 def taxi_outcome(curriculum:str, # 'pickup', 'dropoff' or 'full'
                  state:int, next_state:int, # gymnasium's states before and after the action
                  gym_reward:float, delivered:bool, # what gymnasium's step returned
-                 pickup_bonus:bool=False, # pay +20 if this step picks the passenger up (the authors' `full`)
+                 pickup_bonus:bool=False, # pay +20 if this step picks the passenger up (`full` while the bonus is unpaid)
                 ) -> tuple[float, str|None]:
     "DangerousTaxi's unscaled reward of one transition, and what ended the episode ('danger', 'pickup', 'delivery') or None."
     if next_state == state: return DANGER_REWARD, 'danger'
@@ -132,7 +132,7 @@ class TaxiConfig(Config):
     curriculum:str='full' # 'pickup' (+20 at the pick-up, then the end), 'dropoff' (start with the passenger aboard) or 'full'
     horizon:int|None=None # most agent steps in an episode; None: the curriculum's (pickup 15, dropoff 30, full 30)
     reward_scale:float=20.0 # every reward is divided by this (the authors' code): delivery 1.0, a step -0.05, danger -0.5
-    pickup_bonus:bool=False # full curriculum: also pay +20 at the first pick-up, as the authors' code does
+    pickup_bonus:bool=True # full curriculum: pay +20 once, at the first pick-up, and go on (the paper, the authors' code); False: the delivery only
 
     def __post_init__(self):
         if self.curriculum not in CURRICULUM_HORIZONS: raise ValueError(f"curriculum must be one of {list(CURRICULUM_HORIZONS)}, got {self.curriculum!r}")
@@ -167,10 +167,20 @@ class DangerousTaxiEnv(ChoiceEnv):
     def reset(self, seed:int|None=None) -> str:
         "Start an episode (the same start for the same seed); in `dropoff` the oracle first picks the passenger up."
         state = int(self.gym.reset(seed=seed)[0])
-        if self.config.curriculum == 'dropoff':
-            while decode_state(state)[2] != IN_TAXI: state = int(self.gym.step(oracle_move(state, 'aboard'))[0])
+        if self.config.curriculum == 'dropoff': state = self._board_passenger(state, seed)
         self.state, self.steps, self.done, self.bonus_paid = state, 0, False, False
         return self.observation()
+
+    def _board_passenger(self, start:int, seed:int|None) -> int:
+        "The `dropoff` reset: the oracle drives from `start` until the passenger is aboard, in its shortest path's steps at most."
+        state, limit = start, goal_distances('aboard')[start] or 0
+        for _ in range(limit):
+            if decode_state(state)[2] == IN_TAXI: break
+            state = int(self.gym.step(oracle_move(state, 'aboard'))[0])
+        if decode_state(state)[2] != IN_TAXI:
+            raise RuntimeError(f"dropoff reset (seed {seed}): the passenger is not aboard after {limit} oracle steps (the shortest path) "
+                               f"from start state {start} {decode_state(start)}; reached state {state} {decode_state(state)}")
+        return state
 
     def observation(self) -> str: return describe_state(self.state)
     def valid_actions(self) -> list[str]: return list(ACTIONS)
