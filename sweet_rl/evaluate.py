@@ -17,11 +17,11 @@ from .render import win_rate
 # %% auto #0
 __all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'SAMPLING_PARAMS',
            'SITTINGS', 'FIGURE_STYLE', 'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci',
-           'win_rate_ci', 'paired_difference_ci', 'candidate_rewards', 'ranking_check', 'critic_choices',
-           'first_turn_scores', 'first_turn_agreement', 'load_run', 'task_rows', 'execution_record', 'note_sitting',
-           'run_wall_time', 'run_rows', 'markdown_table', 'select_runs', 'pending_runs', 'has_run', 'fmt_ci',
-           'compare_ci', 'paired_verdict', 'row_value', 'row_ci', 'row_tasks', 'describe_training', 'provenance',
-           'new_figure', 'save_figure']
+           'win_rate_ci', 'paired_difference_ci', 'candidate_rewards', 'ranking_check', 'answer_scores',
+           'critic_choices', 'critic_answer_scores', 'first_turn_scores', 'first_turn_agreement', 'first_turn_spread',
+           'load_run', 'task_rows', 'execution_record', 'note_sitting', 'run_wall_time', 'run_rows', 'markdown_table',
+           'select_runs', 'pending_runs', 'has_run', 'fmt_ci', 'compare_ci', 'paired_verdict', 'row_value', 'row_ci',
+           'row_tasks', 'describe_training', 'provenance', 'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -176,27 +176,51 @@ def ranking_check(records:Sequence[dict], # from `sample_candidates`
         out |= {'taught_pairs': len(pairs), **{f'taught_{k}': v for k, v in kinds.items()}}
     return out
 
+# %% ../nbs/14_evaluate.ipynb #a3d94f27
+def answer_scores(records:Sequence[dict], # from `sample_candidates`
+                  scores:Sequence[Sequence[float]], # one score per candidate (`score_turns`)
+                  rewards:Sequence[Sequence], # `candidate_rewards`: tests passed by answers, None for the other messages
+                  n_boot:int=2000, seed:int=0) -> dict:
+    "The answers' scores (sign, mean, highest, Pearson with 1/length) and their ordering of answer pairs beside a longer-answer-wins rule's."
+    lengths = [[len(_candidate_text(c)) for c in rec['candidates']] for rec in records]
+    by_score = ranking_check(records, scores, rewards, n_boot=n_boot, seed=seed)  # checks that the lists line up
+    by_length = ranking_check(records, lengths, rewards, n_boot=n_boot, seed=seed)
+    got = [(s, n, r) for sc, ln, rw in zip(scores, lengths, rewards) for s, n, r in zip(sc, ln, rw) if r is not None]
+    s = [x for x, _, _ in got]
+    try: corr = statistics.correlation(s, [1 / max(n, 1) for _, n, _ in got])
+    except statistics.StatisticsError: corr = None  # fewer than two answers, or constant scores or lengths
+    share = lambda chk, name: {k.replace('answer_agreement', name): v for k, v in chk.items() if k.startswith('answer_agreement')}
+    return {'answers': len(got), 'answers_below_zero': sum(x < 0 for x in s), 'passing_answers': sum(r > 0 for _, _, r in got),
+            'passing_below_zero': sum(x < 0 and r > 0 for x, _, r in got), 'answer_score_mean': statistics.fmean(s) if s else None,
+            'answer_score_max': max(s, default=None), 'answer_inv_length_corr': corr,
+            **share(by_score, 'answer_agreement'), **share(by_length, 'length_agreement')}
+
 # %% ../nbs/14_evaluate.ipynb #70ef21ec
-def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): its `shared/scores` and `shared/critic`
-                  ) -> pd.DataFrame:
-    """One row per scores store: the critic's settings, its `states`, and `same_best`, the states where it ranks first the
-    candidate the reference critic (SWEET-RL's head and normalization, with training-time information, the most episodes)
-    ranks first on the same candidates (NaN where that set has no reference)."""
+def _score_stores(runs_dir):
+    "Each scores store under `runs_dir/shared/scores`: its folder, its `params.json`, its critic's `params.json` and `{record: scores}`."
     shared = Path(runs_dir) / 'shared'
-    rows = []
     for params_path in sorted((shared / 'scores').glob('*/params.json')):
         store = json.loads(params_path.read_text())
         for key in ('candidates', 'critic'):
             if key not in store: raise ValueError(f"{params_path}: no {key!r} field (a scores store names its candidates and critic)")
         critic_params = shared / 'critic' / store['critic'] / 'params.json'
         if not critic_params.is_file(): raise FileNotFoundError(f"{critic_params}: the settings of critic {store['critic']} (archive it with `pipeline archive`)")
-        c = json.loads(critic_params.read_text())
-        cfg = c.get('config', {})
-        picks, lines = {}, params_path.parent / 'scores.jsonl'
+        scored, lines = {}, params_path.parent / 'scores.jsonl'
         for n, r in read_jsonl(lines) if lines.is_file() else ():  # a store made but not written yet: no states
             if not (isinstance(r, dict) and 'record' in r and isinstance(r.get('scores'), list) and r['scores']):
                 raise ValueError(f"{lines}:{n}: needs 'record' and a non-empty 'scores' list")
-            picks[r['record']] = best_index(r['scores'])  # the first among ties, as Best-of-N picks
+            scored[r['record']] = r['scores']
+        yield params_path.parent, store, json.loads(critic_params.read_text()), scored
+
+def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): its `shared/scores` and `shared/critic`
+                  ) -> pd.DataFrame:
+    """One row per scores store: the critic's settings, its `states`, and `same_best`, the states where it ranks first the
+    candidate the reference critic (SWEET-RL's head and normalization, with training-time information, the most episodes)
+    ranks first on the same candidates (NaN where that set has no reference)."""
+    rows = []
+    for _, store, c, scored in _score_stores(runs_dir):
+        cfg = c.get('config', {})
+        picks = {k: best_index(s) for k, s in scored.items()}  # the first among ties, as Best-of-N picks
         rows.append({'candidates': store['candidates'], 'critic': store['critic'], 'head': cfg.get('head'),
                      'normalization': cfg.get('normalization'), 'use_hidden_info': cfg.get('use_hidden_info'),
                      'n_trajectories': c.get('n_trajectories'), 'states': len(picks), 'picks': picks})
@@ -211,6 +235,26 @@ def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): it
             out.at[i, 'reference'], out.at[i, 'same_best'] = ref['critic'], sum(row['picks'][k] == ref['picks'][k] for k in common)
     return out.drop(columns='picks').sort_values(['candidates', 'head', 'normalization', 'use_hidden_info', 'n_trajectories'],
                                                  kind='stable', ignore_index=True)
+
+# %% ../nbs/14_evaluate.ipynb #9d4b3c06
+def critic_answer_scores(runs_dir, # a runs folder or the archive (`results/runs`): its `shared/scores`, `shared/critic`, `shared/candidates`
+                         n_boot:int=2000, seed:int=0) -> pd.DataFrame:
+    "One row per scores store whose candidates were tested: the critic's settings, the candidates' `policy`, its `states` and `answer_scores`."
+    rows = []
+    for store_dir, store, critic, scored in _score_stores(runs_dir):
+        cands = Path(runs_dir) / 'shared' / 'candidates' / store['candidates']
+        if not (cands / 'rewards.jsonl').is_file(): continue  # no test has judged these candidates (frontend, or not yet)
+        rewards = {r['id']: r['rewards'] for _, r in read_jsonl(cands / 'rewards.jsonl')}
+        records = [r for _, r in read_jsonl(cands / 'candidates.jsonl') if r['id'] in scored and r['id'] in rewards]
+        if missing := sorted(set(scored) & set(rewards) - {r['id'] for r in records}):
+            raise ValueError(f"{cands / 'candidates.jsonl'}: no record {missing[0]!r}, which {store_dir / 'scores.jsonl'} scores")
+        policy = json.loads((cands / 'params.json').read_text()).get('policy') if (cands / 'params.json').is_file() else None
+        cfg = critic.get('config', {})
+        rows.append({'candidates': store['candidates'], 'policy': policy, 'critic': store['critic'], 'head': cfg.get('head'),
+                     'normalization': cfg.get('normalization'), 'use_hidden_info': cfg.get('use_hidden_info'), 'seed': cfg.get('seed'),
+                     'steps': critic.get('max_steps'), 'n_trajectories': critic.get('n_trajectories'), 'states': len(records),
+                     **answer_scores(records, [scored[r['id']] for r in records], [rewards[r['id']] for r in records], n_boot, seed)})
+    return pd.DataFrame(rows)
 
 # %% ../nbs/14_evaluate.ipynb #c7feb131
 SAMPLING_PARAMS = ('actor', 'temperature', 'max_new_tokens', 'seed', 'task', 'tasks_path', 'n_tasks')  # what decides a Best-of-N run's candidates
@@ -257,6 +301,15 @@ def first_turn_agreement(run_dirs:Sequence, # Best-of-N run folders that share o
                      'same_choice': sum(best_index(got[t]) == best_index(ref[t]) for t in common),
                      'rank_corr': statistics.median(corr) if corr else float('nan')})
     return pd.DataFrame(rows, columns=['scorer', 'n', 'reference', 'states', 'same_choice', 'rank_corr'])
+
+# %% ../nbs/14_evaluate.ipynb #4f6a2e93
+def first_turn_spread(run_dirs:Sequence, # Best-of-N run folders (`first_turn_scores`)
+                     ) -> pd.DataFrame:
+    "One row per scorer and N: `states`, the lowest and highest first-turn score, and the median and largest spread of the scores within a state."
+    rows = [{'scorer': scorer, 'n': n, 'states': len(got), 'low': min(map(min, got.values())), 'high': max(map(max, got.values())),
+             'spread_median': statistics.median(max(s) - min(s) for s in got.values()), 'spread_max': max(max(s) - min(s) for s in got.values())}
+            for (scorer, n), got in sorted(first_turn_scores(run_dirs).items()) if got]
+    return pd.DataFrame(rows, columns=['scorer', 'n', 'states', 'low', 'high', 'spread_median', 'spread_max'])
 
 # %% ../nbs/14_evaluate.ipynb #e50ef939
 def load_run(run_dir) -> dict:

@@ -163,3 +163,13 @@ def test_mtgrpo_colbench_table_renders_while_mt_grpo_still_trains(tmp_path):
     assert ('Training, GRPO-OR (tests passed only): the sampled episodes passed 0.0% of tests at the first step and 12.5% over the '
             'last 3; in 2 of 4 steps every advantage was zero (each group\'s episodes earned the same reward): a zero gradient') in md, md
     assert '- Tests passed: GRPO-OR 20.0 [20.0, 20.0] is above zero-shot (before training) 10.0 [10.0, 10.0] (+10.0 [10.0, 10.0] points over 2 tasks).' in md, md
+
+
+def test_critic_texts_say_what_the_committed_scores_show():
+    "Table 3 sets the critic's answer ordering beside a longer-answer rule and names the answer penalty; Figure 3a flags the collapsed value function."
+    t3, f3 = (FIGURES_DIR / 'table3.md').read_text(), (FIGURES_DIR / 'figure3a.md').read_text()
+    assert 'SWEET-RL 109 of 109 below zero (9 of the 9 that pass a test), mean -9.5, highest -0.71, -0.78' in t3, t3
+    assert 'A rule that prefers the longer answer orders the same answer pairs as the tests do in 75.6% [61.3, 89.9]' in t3, t3
+    assert 'which tokens carry that penalty is not measured yet' in t3 and 'of its 52 training pairs' not in t3, t3
+    assert re.search(r"SWEET-RL is not separable from value function \(\+2\.2 \[-0\.5, 7\.0\] points over 40 tasks; value function's "
+                     r"first-turn scores all lie in 0\.00019-0\.00024 .*? in effect a random pick\)", f3), f3
