@@ -118,3 +118,20 @@ def test_two_processes_follow_one_process(tmp_path):
         assert (m['steps'], m['global_batch']) == (STEPS, 4)
     assert json.loads((tmp_path / 'two' / 'metrics.json').read_text())['processes'] == 2
     assert not list((tmp_path / 'two').rglob('*.tmp'))  # no half-written file left by a second writer
+
+
+def test_zero3_config_launches_the_critic_trainer_on_cpu(tmp_path):
+    """`accelerate launch` with the shipped ZeRO-3 config gets past its DeepSpeed import and trains a step (issue 46, C1).
+    Needs deepspeed (the gpu extra; not in the CPU set-up): one process on the CPU, bf16 off; takes ~3 minutes."""
+    pytest.importorskip('deepspeed', reason="deepspeed is not installed (it is in the gpu extra: DS_BUILD_OPS=0 pip wheel "
+                                            "--no-deps deepspeed==0.19.8, then install that wheel and hjson, msgpack, ninja, py-cpuinfo)")
+    write_jsonl(tmp_path / 'trajectories.jsonl', synthetic_trajectories(4, seed=SEED))
+    zero3 = ROOT / 'configs' / 'accelerate' / 'deepspeed_zero3.yaml'
+    proc = _launch([sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(zero3), '--num_processes', '1',
+                    '--mixed_precision', 'no', '-m', 'sweet_rl.launch'], tmp_path, 'zero3', _config(1, 1))
+    try: rc = proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None: os.killpg(proc.pid, signal.SIGKILL)
+    log = (tmp_path / 'zero3.out').read_text()
+    assert 'DeepSpeed is not installed' not in log and rc == 0, log[-3000:]
+    assert _steps(tmp_path / 'zero3') and (tmp_path / 'zero3' / 'critic').is_dir()
