@@ -32,7 +32,7 @@ Arguments after `--` go to pip (`install`: e.g. `--target DIR`; `build`: index o
     python scripts/wheelhouse.py build --extra gpu --with-base --node node.json --platform manylinux_2_35_x86_64 --out wh
     python scripts/wheelhouse.py install wh                               # on the node, after copying wh/
 """
-import argparse, configparser, datetime, hashlib, importlib.util, json, os, re, subprocess, sys, tempfile
+import argparse, configparser, datetime, hashlib, importlib.metadata, json, os, re, subprocess, sys, tempfile
 from pathlib import Path
 
 SETTINGS = Path(__file__).resolve().parents[1] / 'settings.ini'
@@ -130,7 +130,8 @@ def resolve(reqs, pkgs, tags, markers, pip_args, tmp):
     "pip's report of what `pip install reqs` would install on the node (dicts of name, version, sha256)."
     stubs, report = Path(tmp) / 'site', Path(tmp) / 'report.json'
     stubs.mkdir(); write_stubs(pkgs, stubs)
-    pip_parent = str(Path(importlib.util.find_spec('pip').origin).parents[1])
+    # pip's site folder, found without an import lookup of pip (that would switch setuptools' distutils shim off in this process)
+    pip_parent = str(importlib.metadata.distribution('pip').locate_file(''))
     if subprocess.run([sys.executable, '-S', '-c', RUNNER, json.dumps(markers), str(stubs), pip_parent,
                        'install', '--dry-run', '--report', str(report), *tags, *pip_args, *reqs]).returncode:
         sys.exit(f'pip could not resolve {reqs} for the node (its message is above)')
