@@ -27,8 +27,9 @@ __all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_
            'TransformersBackend', 'rows_to_cache', 'cache_row', 'drop_first_positions', 'GenerationError',
            'OpenAIBackend', 'VLLMBackend', 'BackendConfig', 'parse_backend_spec', 'make_backend',
            'assistant_char_spans', 'EncodedConversations', 'turn_index_from_offsets', 'encode_conversations',
-           'causal_lm', 'gather_logprobs', 'unpads_by_default', 'token_logprobs', 'cached_logprobs',
-           'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn', 'main']
+           'causal_lm', 'head_projects_hidden', 'gather_logprobs', 'projected_logprobs', 'unpads_by_default',
+           'token_logprobs', 'cached_logprobs', 'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn',
+           'main']
 
 # %% ../nbs/02_models.ipynb #4661c1c3
 @dataclass(frozen=True)
@@ -829,7 +830,8 @@ def causal_lm(model):
     "The transformers model inside a PEFT wrapper (LoRA layers stay in place)."
     return model.get_base_model() if hasattr(model, 'get_base_model') else model
 
-def _chunkable(lm) -> bool:
+def head_projects_hidden(lm) -> bool:
+    "Whether `lm`'s logits are its output head applied to its backbone's last hidden states (no scaling or soft-capping)."
     cfg = lm.config
     scaled = any(getattr(cfg, a, None) not in (None, 1, 1.0) for a in ('final_logit_softcapping', 'logit_scale', 'logits_scaling'))
     return not scaled and lm.get_output_embeddings() is not None and lm.base_model is not lm
@@ -843,11 +845,11 @@ def gather_logprobs(logits:torch.Tensor, # [..., V] next-token logits
 def _chunk_logprobs(head, hidden:torch.Tensor, targets:torch.Tensor) -> torch.Tensor:
     return gather_logprobs(head(hidden).float(), targets)
 
-def _projected_logprobs(head, hidden:torch.Tensor, # [B, T, H] final hidden states
-                        targets:torch.Tensor, # [B, T] the tokens they predict
-                        step:int, # positions projected to the vocabulary at a time
-                        recompute:bool=False, # recompute each chunk in the backward pass instead of keeping its logits
-                       ) -> torch.Tensor:
+def projected_logprobs(head, hidden:torch.Tensor, # [B, T, H] final hidden states
+                       targets:torch.Tensor, # [B, T] the tokens they predict
+                       step:int, # positions projected to the vocabulary at a time
+                       recompute:bool=False, # recompute each chunk in the backward pass instead of keeping its logits
+                      ) -> torch.Tensor:
     "Log-prob of each target under `head(hidden)`, `[B, T]` float32, never holding more than `step` positions of logits."
     return torch.cat([checkpoint(_chunk_logprobs, head, h, t, use_reentrant=False) if recompute else _chunk_logprobs(head, h, t)
                       for h, t in zip(hidden.split(step, 1), targets.split(step, 1))], 1)
@@ -878,12 +880,12 @@ def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids
         return torch.cat([F.pad(token_logprobs(model, input_ids[b:b + 1, :n], attention_mask[b:b + 1, :n], chunk_size, False), (0, T - n))
                           for b, n in enumerate(lengths)])
     lm, targets = causal_lm(model), input_ids[:, 1:]
-    if not _chunkable(lm):
+    if not head_projects_hidden(lm):
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
         return F.pad(gather_logprobs(logits, targets), (1, 0))
     hidden = lm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, :-1]
     recompute = torch.is_grad_enabled() and hidden.requires_grad  # keep only the hidden chunk for the backward pass
-    return F.pad(_projected_logprobs(lm.get_output_embeddings(), hidden, targets, chunk_size, recompute), (1, 0))
+    return F.pad(projected_logprobs(lm.get_output_embeddings(), hidden, targets, chunk_size, recompute), (1, 0))
 
 def cached_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids that continue the cached context
                     attention_mask:torch.Tensor, # [B, cached + T], 1 for real tokens
@@ -893,9 +895,9 @@ def cached_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids that conti
     "`out[b, t] = log p(input_ids[b, t + 1] | context, input_ids[b, :t + 1])`, `[B, T - 1]` float32, inference only."
     lm, targets = causal_lm(model), input_ids[:, 1:]
     kw = dict(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values, use_cache=True)
-    if chunk_tokens is None or not _chunkable(lm): return gather_logprobs(model(**kw).logits[:, :-1].float(), targets)
+    if chunk_tokens is None or not head_projects_hidden(lm): return gather_logprobs(model(**kw).logits[:, :-1].float(), targets)
     hidden = lm.base_model(**kw).last_hidden_state[:, :-1]
-    return _projected_logprobs(lm.get_output_embeddings(), hidden, targets, max(1, chunk_tokens // max(1, input_ids.shape[0])))
+    return projected_logprobs(lm.get_output_embeddings(), hidden, targets, max(1, chunk_tokens // max(1, input_ids.shape[0])))
 
 # %% ../nbs/02_models.ipynb #f94b7069
 @dataclass

@@ -14,8 +14,8 @@ import torch.nn.functional as F
 from transformers import Trainer, TrainerCallback
 
 from .core import atomic_write_text, seed_everything, write_jsonl, write_progress
-from .models import TransformersBackend, add_lora, causal_lm, gather_logprobs, load_model, token_logprobs
-from .models import _chunkable, _projected_logprobs  # the chunked projection, for models inside wrappers
+from .models import (TransformersBackend, add_lora, causal_lm, gather_logprobs, head_projects_hidden, load_model,
+                             projected_logprobs, token_logprobs)
 
 # %% auto #0
 __all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'policy_logprobs', 'trainable_state', 'ObjectiveTrainer',
@@ -53,14 +53,15 @@ def policy_logprobs(model, ids:torch.Tensor, # [B, T] token ids
     "`token_logprobs` with gradients; under a DDP/FSDP/DeepSpeed wrapper the forward runs through it, the projection still chunked."
     if not (hasattr(model, 'module') or is_sharded(model)): return token_logprobs(model, ids, mask, chunk_size)
     lm = causal_lm(unwrap_model(model))
-    if not _chunkable(lm) or 'logits_to_keep' not in inspect.signature(lm.forward).parameters:  # the model's own (scaled) head
+    # scaled or capped logits, or no `logits_to_keep`: the model's own head on every position
+    if not head_projects_hidden(lm) or 'logits_to_keep' not in inspect.signature(lm.forward).parameters:
         return F.pad(gather_logprobs(model(input_ids=ids, attention_mask=mask).logits[:, :-1].float(), ids[:, 1:]), (1, 0))
     hidden = []  # the backbone's final hidden states, taken inside the wrapper's forward (DDP's reducer, FSDP's root hooks)
     hook = lm.base_model.register_forward_hook(lambda module, args, out: hidden.append(out[0]))
     try: out = model(input_ids=ids, attention_mask=mask, logits_to_keep=1)
     finally: hook.remove()
     h = hidden[0][:, :-1]
-    lp = _projected_logprobs(lm.get_output_embeddings(), h, ids[:, 1:], chunk_size, torch.is_grad_enabled() and h.requires_grad)
+    lp = projected_logprobs(lm.get_output_embeddings(), h, ids[:, 1:], chunk_size, torch.is_grad_enabled() and h.requires_grad)
     return F.pad(lp, (1, 0)) + 0 * out.logits.sum()  # the wrapper's own output stays in the graph its hooks watch
 
 # %% ../nbs/09_train.ipynb #2423ffd2
