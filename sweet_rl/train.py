@@ -46,6 +46,20 @@ def is_sharded(model) -> bool:
     except ImportError: return False
     return isinstance(model, (FSDPModule, FullyShardedDataParallel))
 
+def _whole_head(head):
+    "The output head as a function of hidden states; under ZeRO-3 it gathers the head's weights at every call, recomputations included."
+    parts = [p for p in head.parameters() if hasattr(p, 'ds_id')]  # DeepSpeed's partitioned parameters
+    if not parts: return head
+    if type(head) is not torch.nn.Linear:
+        raise ValueError(f"policy_logprobs under ZeRO-3 projects with the output head's weight; the head is a {type(head).__name__}, "
+                         "not a torch.nn.Linear (an adapter on it? leave lm_head out of lora_targets)")
+    import deepspeed
+    def project(hidden):
+        with deepspeed.zero.GatheredParameters(parts):  # a frozen weight is saved as is: keep the whole one, not the Parameter
+            w, b = (p if p is None or p.requires_grad else p.detach() for p in (head.weight, head.bias))
+            return F.linear(hidden, w, b)
+    return project
+
 def policy_logprobs(model, ids:torch.Tensor, # [B, T] token ids
                     mask:torch.Tensor, # [B, T], 1 for real tokens
                     chunk_size:int=256, # positions projected to the vocabulary at a time
@@ -61,7 +75,8 @@ def policy_logprobs(model, ids:torch.Tensor, # [B, T] token ids
     try: out = model(input_ids=ids, attention_mask=mask, logits_to_keep=1)
     finally: hook.remove()
     h = hidden[0][:, :-1]
-    lp = projected_logprobs(lm.get_output_embeddings(), h, ids[:, 1:], chunk_size, torch.is_grad_enabled() and h.requires_grad)
+    head = _whole_head(lm.get_output_embeddings())  # ZeRO-3's own hooks gather it too late for a recomputed chunk
+    lp = projected_logprobs(head, h, ids[:, 1:], chunk_size, torch.is_grad_enabled() and h.requires_grad)
     return F.pad(lp, (1, 0)) + 0 * out.logits.sum()  # the wrapper's own output stays in the graph its hooks watch
 
 # %% ../nbs/09_train.ipynb #2423ffd2
