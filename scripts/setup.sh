@@ -31,10 +31,13 @@ want=$(cat settings.ini setup.py pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "[setup] installing Python packages into .venv (pins from settings.ini)"
   .venv/bin/python -m pip install -q --upgrade pip
+  # settings.ini's requirements are ranges where the CPU and GPU versions differ (torch, torchvision, numpy); the CPU
+  # set-up installs the exact versions of its cpu_pins, so it installs the same as when those were the requirements.
+  cpu_pins=$(python3 -c "import configparser as c; p=c.ConfigParser(delimiters=['=']); p.read('settings.ini'); print(p['DEFAULT']['cpu_pins'])")
   # torch and torchvision first, as a pair: the CUDA builds of both also run on CPU and import together.
-  pins=$(python3 -c "import configparser as c; p=c.ConfigParser(delimiters=['=']); p.read('settings.ini'); print(' '.join(r for r in p['DEFAULT']['requirements'].split() if r.split('==')[0] in ('torch', 'torchvision')))")
+  pins=$(for r in $cpu_pins; do case "${r%%==*}" in torch|torchvision) echo "$r";; esac; done)
   .venv/bin/python -m pip install -q $pins
-  .venv/bin/python -m pip install -q -e ".[dev,serve]"
+  .venv/bin/python -m pip install -q -e ".[dev,serve]" $cpu_pins
   echo "$want" > "$stamp"
 fi
 

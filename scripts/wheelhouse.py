@@ -17,6 +17,11 @@ unknown, so a replacement may break one of them (`pip inspect` input makes pip a
 filename, sha256 and size of each, with the inputs (requirements, the node file's sha256, platform, Python) and pip's
 version.
 
+A requirement that PyPI has only as source (DeepSpeed; `SOURCE_BUILDS`, or `--build-wheel NAME`) is first built into a
+wheel here with `pip wheel --no-deps` (DeepSpeed with DS_BUILD_OPS=0: pure Python, its ops compiled on the node when
+first used), which then resolves and downloads like the others from a local `--find-links` folder; `manifest.json`
+lists it under `built_from_source`.
+
 `install` runs on the node, with any Python that has pip (this file needs only the standard library): it checks the
 folder against `manifest.json` and refuses, naming the file, any wheel that is missing, altered (size or sha256) or not
 listed; then it runs `pip install --no-index --find-links DIR --only-binary=:all: REQS` with pip's configuration files
@@ -27,7 +32,7 @@ Arguments after `--` go to pip (`install`: e.g. `--target DIR`; `build`: index o
     python scripts/wheelhouse.py build --extra gpu --with-base --node node.json --platform manylinux_2_35_x86_64 --out wh
     python scripts/wheelhouse.py install wh                               # on the node, after copying wh/
 """
-import argparse, configparser, datetime, hashlib, importlib.util, json, os, re, subprocess, sys, tempfile
+import argparse, configparser, datetime, hashlib, importlib.metadata, json, os, re, subprocess, sys, tempfile
 from pathlib import Path
 
 SETTINGS = Path(__file__).resolve().parents[1] / 'settings.ini'
@@ -73,11 +78,9 @@ def read_node(path):
     return pkgs, {}
 
 def settings_requirements(extras, with_base):
-    "sweet_rl's extras from settings.ini; `with_base` adds its base pins, those in `gpu_base_unpinned` as bare names."
+    "sweet_rl's extras from settings.ini; `with_base` adds its base requirements (ranges where CPU and GPU differ)."
     cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(SETTINGS); cfg = cfg['DEFAULT']
-    unpinned = cfg.get('gpu_base_unpinned', '').split()
-    base = [r.split('==')[0] if r.split('==')[0] in unpinned else r for r in cfg['requirements'].split()]
-    reqs = base if with_base else []
+    reqs = cfg['requirements'].split() if with_base else []
     for e in extras:
         if f'{e}_requirements' not in cfg: sys.exit(f"{SETTINGS}: no '{e}_requirements' for extra {e!r}")
         reqs += cfg[f'{e}_requirements'].split()
@@ -104,11 +107,31 @@ def write_stubs(pkgs, folder):
         d = Path(folder) / f"{name.replace('-', '_')}-{version}.dist-info"; d.mkdir()
         (d / 'METADATA').write_text('\n'.join(['Metadata-Version: 2.1', f'Name: {name}', f'Version: {version}', *lines]) + '\n')
 
+# Packages PyPI has only as source, for which `build` makes a wheel first (with these environment variables) so that
+# the folder still holds wheels only: DeepSpeed's pure-Python wheel, its CUDA ops compiled at run time (DS_BUILD_OPS=0)
+SOURCE_BUILDS = {'deepspeed': {'DS_BUILD_OPS': '0'}}
+
+def requirement_name(req): return canonical(re.match(r'[A-Za-z0-9][A-Za-z0-9._-]*', req)[0])
+
+def build_source_wheels(reqs, builds, pip_args, folder):
+    "Build `pip wheel --no-deps` wheels of the requirements named in `builds` into `folder`; their names and versions."
+    made = []
+    for req in reqs:
+        name = requirement_name(req)
+        if name not in builds: continue
+        before = set(Path(folder).glob('*.whl')) if Path(folder).exists() else set()
+        if subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--no-binary', name, '-w', str(folder),
+                           *pip_args, req], env=os.environ | builds[name]).returncode:
+            sys.exit(f"pip could not build a wheel of {req!r} from its source (with {builds[name]}; its message is above)")
+        made += [dict(requirement=req, env=builds[name], filename=w.name) for w in set(Path(folder).glob('*.whl')) - before]
+    return made
+
 def resolve(reqs, pkgs, tags, markers, pip_args, tmp):
     "pip's report of what `pip install reqs` would install on the node (dicts of name, version, sha256)."
     stubs, report = Path(tmp) / 'site', Path(tmp) / 'report.json'
     stubs.mkdir(); write_stubs(pkgs, stubs)
-    pip_parent = str(Path(importlib.util.find_spec('pip').origin).parents[1])
+    # pip's site folder, found without an import lookup of pip (that would switch setuptools' distutils shim off in this process)
+    pip_parent = str(importlib.metadata.distribution('pip').locate_file(''))
     if subprocess.run([sys.executable, '-S', '-c', RUNNER, json.dumps(markers), str(stubs), pip_parent,
                        'install', '--dry-run', '--report', str(report), *tags, *pip_args, *reqs]).returncode:
         sys.exit(f'pip could not resolve {reqs} for the node (its message is above)')
@@ -130,7 +153,10 @@ def build(args, pip_args):
     platforms, arch = manylinux(args.platform)
     tags = ['--only-binary=:all:', *[a for t in platforms for a in ('--platform', t)], '--python-version', python,
             '--implementation', 'cp', '--abi', 'cp' + ''.join(python.split('.')[:2])]
+    builds = SOURCE_BUILDS | {canonical(n): {} for n in args.build_wheel}
     with tempfile.TemporaryDirectory() as tmp:
+        built = build_source_wheels(reqs, builds, pip_args, Path(tmp) / 'built')
+        if built: pip_args = [*pip_args, '--find-links', str(Path(tmp) / 'built')]
         wheels = resolve(reqs, pkgs, tags, env or node_markers(arch, python), pip_args, tmp)
         replaced = [f"{w['name']} {pkgs[canonical(w['name'])][0]} -> {w['version']}"
                     for w in wheels if canonical(w['name']) in pkgs]
@@ -149,6 +175,7 @@ def build(args, pip_args):
         w.update(filename=p.name, size=p.stat().st_size)
     pip_version = subprocess.run([sys.executable, '-m', 'pip', '--version'], capture_output=True, text=True).stdout.split()[1]
     manifest = dict(requirements=reqs, platform=args.platform, python_version=python, pip=pip_version, replaced=replaced,
+                    built_from_source=built,
                     node=dict(file=Path(args.node).name, sha256=sha256(args.node), packages=len(pkgs),
                               format='pip inspect' if env else 'pip list --format=freeze'),
                     date=datetime.date.today().isoformat(), total_size=sum(w['size'] for w in wheels), wheels=wheels)
@@ -196,12 +223,14 @@ def main(argv=None):
     b.add_argument('requirements', nargs='*', help='requirement strings, e.g. vllm==0.24.0')
     b.add_argument('--extra', action='append', default=[], help="sweet_rl extra from settings.ini (e.g. gpu)")
     b.add_argument('--with-base', action='store_true',
-                   help="also sweet_rl's base pins (those in settings.ini gpu_base_unpinned as names only)")
+                   help="also sweet_rl's base requirements from settings.ini")
     b.add_argument('--node', required=True, help="the node's `python -m pip inspect` or `pip list --format=freeze` output")
     b.add_argument('--platform', default='manylinux_2_28_x86_64',
                    help="the node's wheel platform, manylinux_2_N_ARCH with glibc 2.N from `ldd --version` there")
     b.add_argument('--python-version', help="the node's Python (default: from pip inspect, else this one's), e.g. 3.12")
     b.add_argument('--allow-replace', action='store_true', help='accept replacing packages the node has')
+    b.add_argument('--build-wheel', action='append', default=[], metavar='NAME',
+                   help=f"build this requirement's wheel from its source first (always: {', '.join(SOURCE_BUILDS)})")
     b.add_argument('--out', required=True, help='new folder for the wheels and manifest.json')
     i = sub.add_parser('install', help='check the folder against manifest.json, then pip install --no-index from it')
     i.add_argument('folder')

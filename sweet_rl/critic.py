@@ -278,6 +278,7 @@ class CriticConfig(Config):
     seed:int=0
     max_image_pixels:int=200_704 # vision head: screenshots are scaled down to at most this many pixels (448 x 448)
     max_message_chars:int=2000 # vision head: each message is cut to this many characters (pages are seen as images)
+    max_sequences:int|None=4 # vision head: most turn sequences through the model at once in training (more run in chunks; None: all)
     gradient_checkpointing:bool=False # recompute activations in the backward pass (long inputs on large models)
 
     def __post_init__(self):
@@ -285,6 +286,8 @@ class CriticConfig(Config):
         check_normalization(self.normalization)
         for f in ('lr', 'epochs', 'batch_size', 'grad_accum'):
             if not getattr(self, f) > 0: raise ValueError(f"{f} must be positive, got {getattr(self, f)!r}")
+        if self.max_sequences is not None and not (isinstance(self.max_sequences, int) and self.max_sequences > 0):
+            raise ValueError(f"max_sequences must be a positive number of sequences or None (all at once), got {self.max_sequences!r}")
         if self.lora_targets is None: self.lora_targets = list(LORA_TARGETS)
 
 # %% ../nbs/10_critic.ipynb #b9f296f2

@@ -18,15 +18,16 @@ from tqdm.auto import tqdm
 from .core import Config, atomic_write_text, cache_dir, file_lock
 
 # %% auto #0
-__all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_BYTES', 'RETRY_STATUS', 'BACKENDS', 'ModelPreset',
-           'ModelAssetError', 'assemble_gguf', 'preset_dir', 'fetch_model', 'cpu_supports_bf16', 'resolve_dtype',
-           'resolve_model_path', 'load_tokenizer', 'load_model', 'add_lora', 'check_conversations',
-           'generation_prompt_ids', 'end_of_turn_ids', 'SamplingParams', 'Completion', 'truncate_at_stop',
-           'GenerationBackend', 'kv_nbytes', 'kv_bytes_per_token', 'CachedPrefix', 'common_prefix_len', 'PrefixCache',
-           'next_tokens', 'prefix_cacheable', 'weights_version', 'TransformersBackend', 'rows_to_cache', 'cache_row',
-           'drop_first_positions', 'GenerationError', 'OpenAIBackend', 'VLLMBackend', 'BackendConfig',
-           'parse_backend_spec', 'make_backend', 'assistant_char_spans', 'EncodedConversations',
-           'turn_index_from_offsets', 'encode_conversations', 'causal_lm', 'gather_logprobs', 'unpads_by_default',
+__all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_BYTES', 'RETRY_STATUS', 'FIXED_NAME_SERVERS',
+           'BACKENDS', 'ModelPreset', 'ModelAssetError', 'assemble_gguf', 'preset_dir', 'fetch_model',
+           'cpu_supports_bf16', 'resolve_dtype', 'resolve_model_path', 'load_tokenizer', 'load_model', 'add_lora',
+           'check_conversations', 'generation_prompt_ids', 'end_of_turn_ids', 'SamplingParams', 'Completion',
+           'truncate_at_stop', 'GenerationBackend', 'kv_nbytes', 'kv_bytes_per_token', 'CachedPrefix',
+           'common_prefix_len', 'PrefixCache', 'next_tokens', 'prefix_cacheable', 'weights_version',
+           'TransformersBackend', 'rows_to_cache', 'cache_row', 'drop_first_positions', 'GenerationError',
+           'OpenAIBackend', 'VLLMBackend', 'BackendConfig', 'parse_backend_spec', 'make_backend',
+           'assistant_char_spans', 'EncodedConversations', 'turn_index_from_offsets', 'encode_conversations',
+           'causal_lm', 'head_projects_hidden', 'gather_logprobs', 'projected_logprobs', 'unpads_by_default',
            'token_logprobs', 'cached_logprobs', 'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn',
            'main']
 
@@ -581,6 +582,9 @@ class GenerationError(RuntimeError):
         self.results, self.errors = results, errors
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+# `owned_by` of the /models cards of servers that answer only to the names they list (vLLM: `--served-model-name`, else
+# `--model`; SGLang the same); `transformers serve` lists its cache but loads any model asked for, so it is not here
+FIXED_NAME_SERVERS = ('vllm', 'sglang')
 
 _log = logging.getLogger('sweet_rl.models')
 
@@ -602,6 +606,7 @@ class OpenAIBackend(GenerationBackend):
             raise ValueError(f"OpenAIBackend: expected timeout > 0, max_retries >= 0, backoff >= 0, max_backoff >= 0 and "
                              f"concurrency >= 1; got {timeout=}, {max_retries=}, {backoff=}, {max_backoff=}, {concurrency=}")
         self.url, self.model = base_url.rstrip('/') + '/chat/completions', model
+        self.models_url, self.served, self.checked = base_url.rstrip('/') + '/models', [], False  # the server's names, read at first use
         self.max_retries, self.backoff, self.max_backoff = max_retries, backoff, max_backoff
         self.concurrency, self.progress = concurrency, progress
         self.retries, self._lock = 0, threading.Lock()  # retries made so far, over all requests (the log says why)
@@ -624,6 +629,24 @@ class OpenAIBackend(GenerationBackend):
         if params.stop: body['stop'] = list(params.stop)
         return body
 
+    def check_model(self) -> list[str]:
+        "Read the server's `/models` names (once, at first use); fail if a server that serves only those does not list `model`."
+        import httpx
+        try: r = self.client.get(self.models_url)
+        except (httpx.TimeoutException, httpx.TransportError): return []  # server not up yet: the requests retry, the next call checks
+        try: cards = r.json().get('data') if r.status_code == 200 else None
+        except ValueError: cards = None
+        self.checked = True
+        if not isinstance(cards, list): return []  # no listing (a server without /models): nothing to check
+        self.served = [c.get('id') for c in cards if isinstance(c, dict)]
+        if self.model is None or self.model in self.served: return self.served
+        if any(isinstance(c, dict) and c.get('owned_by') in FIXED_NAME_SERVERS for c in cards):
+            raise ValueError(f"{self.models_url} serves {self.served}, not the model {self.model!r} this client asks for: start the "
+                             f"server with `--served-model-name {self.model}`, or ask for a served name (spec openai:NAME@URL)")
+        _log.warning(f"{self.models_url} does not list {self.model!r} (it lists {self.served}); sending requests anyway, "
+                     f"since this server may load models on demand (e.g. `transformers serve`)")
+        return self.served
+
     def _request(self, body:dict, params:SamplingParams) -> Completion:
         "POST one request, retrying transient failures after the waits of `retry_waits`."
         import httpx
@@ -638,6 +661,7 @@ class OpenAIBackend(GenerationBackend):
                     reason = 'stop' if stopped else ('length' if choice.get('finish_reason') == 'length' else 'stop')
                     return Completion(text, usage.get('completion_tokens', 0), reason)
                 err = f"{self.url}: HTTP {r.status_code}: {r.text[:300]}"
+                if r.status_code == 404 and self.served: err += f" (asked for {self.model!r}; {self.models_url} lists {self.served})"
                 if r.status_code not in RETRY_STATUS: raise RuntimeError(err)
             except (httpx.TimeoutException, httpx.TransportError) as e:
                 err = f"{self.url}: {type(e).__name__}: {e}"
@@ -651,6 +675,7 @@ class OpenAIBackend(GenerationBackend):
     def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]:
         "Send one request per conversation, `concurrency` at a time."
         params, convs = params or SamplingParams(), check_conversations(conversations, multimodal=True)
+        if not self.checked: self.check_model()
         results, errors = [None] * len(convs), {}
         with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
             futs = {pool.submit(self._request, self._payload(c, params, i), params): i for i, c in enumerate(convs)}
@@ -805,7 +830,8 @@ def causal_lm(model):
     "The transformers model inside a PEFT wrapper (LoRA layers stay in place)."
     return model.get_base_model() if hasattr(model, 'get_base_model') else model
 
-def _chunkable(lm) -> bool:
+def head_projects_hidden(lm) -> bool:
+    "Whether `lm`'s logits are its output head applied to its backbone's last hidden states (no scaling or soft-capping)."
     cfg = lm.config
     scaled = any(getattr(cfg, a, None) not in (None, 1, 1.0) for a in ('final_logit_softcapping', 'logit_scale', 'logits_scaling'))
     return not scaled and lm.get_output_embeddings() is not None and lm.base_model is not lm
@@ -819,11 +845,11 @@ def gather_logprobs(logits:torch.Tensor, # [..., V] next-token logits
 def _chunk_logprobs(head, hidden:torch.Tensor, targets:torch.Tensor) -> torch.Tensor:
     return gather_logprobs(head(hidden).float(), targets)
 
-def _projected_logprobs(head, hidden:torch.Tensor, # [B, T, H] final hidden states
-                        targets:torch.Tensor, # [B, T] the tokens they predict
-                        step:int, # positions projected to the vocabulary at a time
-                        recompute:bool=False, # recompute each chunk in the backward pass instead of keeping its logits
-                       ) -> torch.Tensor:
+def projected_logprobs(head, hidden:torch.Tensor, # [B, T, H] final hidden states
+                       targets:torch.Tensor, # [B, T] the tokens they predict
+                       step:int, # positions projected to the vocabulary at a time
+                       recompute:bool=False, # recompute each chunk in the backward pass instead of keeping its logits
+                      ) -> torch.Tensor:
     "Log-prob of each target under `head(hidden)`, `[B, T]` float32, never holding more than `step` positions of logits."
     return torch.cat([checkpoint(_chunk_logprobs, head, h, t, use_reentrant=False) if recompute else _chunk_logprobs(head, h, t)
                       for h, t in zip(hidden.split(step, 1), targets.split(step, 1))], 1)
@@ -854,12 +880,12 @@ def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids
         return torch.cat([F.pad(token_logprobs(model, input_ids[b:b + 1, :n], attention_mask[b:b + 1, :n], chunk_size, False), (0, T - n))
                           for b, n in enumerate(lengths)])
     lm, targets = causal_lm(model), input_ids[:, 1:]
-    if not _chunkable(lm):
+    if not head_projects_hidden(lm):
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
         return F.pad(gather_logprobs(logits, targets), (1, 0))
     hidden = lm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, :-1]
     recompute = torch.is_grad_enabled() and hidden.requires_grad  # keep only the hidden chunk for the backward pass
-    return F.pad(_projected_logprobs(lm.get_output_embeddings(), hidden, targets, chunk_size, recompute), (1, 0))
+    return F.pad(projected_logprobs(lm.get_output_embeddings(), hidden, targets, chunk_size, recompute), (1, 0))
 
 def cached_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids that continue the cached context
                     attention_mask:torch.Tensor, # [B, cached + T], 1 for real tokens
@@ -869,9 +895,9 @@ def cached_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids that conti
     "`out[b, t] = log p(input_ids[b, t + 1] | context, input_ids[b, :t + 1])`, `[B, T - 1]` float32, inference only."
     lm, targets = causal_lm(model), input_ids[:, 1:]
     kw = dict(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values, use_cache=True)
-    if chunk_tokens is None or not _chunkable(lm): return gather_logprobs(model(**kw).logits[:, :-1].float(), targets)
+    if chunk_tokens is None or not head_projects_hidden(lm): return gather_logprobs(model(**kw).logits[:, :-1].float(), targets)
     hidden = lm.base_model(**kw).last_hidden_state[:, :-1]
-    return _projected_logprobs(lm.get_output_embeddings(), hidden, targets, max(1, chunk_tokens // max(1, input_ids.shape[0])))
+    return projected_logprobs(lm.get_output_embeddings(), hidden, targets, max(1, chunk_tokens // max(1, input_ids.shape[0])))
 
 # %% ../nbs/02_models.ipynb #f94b7069
 @dataclass

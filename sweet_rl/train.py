@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_train.ipynb #98c33643
 from __future__ import annotations
-import copy, json, time, warnings
+import copy, inspect, json, time, warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from transformers import Trainer, TrainerCallback
 
 from .core import atomic_write_text, seed_everything, write_jsonl, write_progress
-from .models import TransformersBackend, add_lora, causal_lm, gather_logprobs, load_model, token_logprobs
+from .models import (TransformersBackend, add_lora, causal_lm, gather_logprobs, head_projects_hidden, load_model,
+                             projected_logprobs, token_logprobs)
 
 # %% auto #0
 __all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'policy_logprobs', 'trainable_state', 'ObjectiveTrainer',
@@ -45,11 +46,38 @@ def is_sharded(model) -> bool:
     except ImportError: return False
     return isinstance(model, (FSDPModule, FullyShardedDataParallel))
 
-def policy_logprobs(model, ids, mask):
-    "Per-token log-probs with gradients; through the wrapper when training is distributed (DDP/FSDP/DeepSpeed)."
-    if hasattr(model, 'module') or is_sharded(model):
+def _whole_head(head):
+    "The output head as a function of hidden states; under ZeRO-3 it gathers the head's weights at every call, recomputations included."
+    parts = [p for p in head.parameters() if hasattr(p, 'ds_id')]  # DeepSpeed's partitioned parameters
+    if not parts: return head
+    if type(head) is not torch.nn.Linear:
+        raise ValueError(f"policy_logprobs under ZeRO-3 projects with the output head's weight; the head is a {type(head).__name__}, "
+                         "not a torch.nn.Linear (an adapter on it? leave lm_head out of lora_targets)")
+    import deepspeed
+    def project(hidden):
+        with deepspeed.zero.GatheredParameters(parts):  # a frozen weight is saved as is: keep the whole one, not the Parameter
+            w, b = (p if p is None or p.requires_grad else p.detach() for p in (head.weight, head.bias))
+            return F.linear(hidden, w, b)
+    return project
+
+def policy_logprobs(model, ids:torch.Tensor, # [B, T] token ids
+                    mask:torch.Tensor, # [B, T], 1 for real tokens
+                    chunk_size:int=256, # positions projected to the vocabulary at a time
+                   ) -> torch.Tensor:
+    "`token_logprobs` with gradients; under a DDP/FSDP/DeepSpeed wrapper the forward runs through it, the projection still chunked."
+    if not (hasattr(model, 'module') or is_sharded(model)): return token_logprobs(model, ids, mask, chunk_size)
+    lm = causal_lm(unwrap_model(model))
+    # scaled or capped logits, or no `logits_to_keep`: the model's own head on every position
+    if not head_projects_hidden(lm) or 'logits_to_keep' not in inspect.signature(lm.forward).parameters:
         return F.pad(gather_logprobs(model(input_ids=ids, attention_mask=mask).logits[:, :-1].float(), ids[:, 1:]), (1, 0))
-    return token_logprobs(model, ids, mask)
+    hidden = []  # the backbone's final hidden states, taken inside the wrapper's forward (DDP's reducer, FSDP's root hooks)
+    hook = lm.base_model.register_forward_hook(lambda module, args, out: hidden.append(out[0]))
+    try: out = model(input_ids=ids, attention_mask=mask, logits_to_keep=1)
+    finally: hook.remove()
+    h = hidden[0][:, :-1]
+    head = _whole_head(lm.get_output_embeddings())  # ZeRO-3's own hooks gather it too late for a recomputed chunk
+    lp = projected_logprobs(head, h, ids[:, 1:], chunk_size, torch.is_grad_enabled() and h.requires_grad)
+    return F.pad(lp, (1, 0)) + 0 * out.logits.sum()  # the wrapper's own output stays in the graph its hooks watch
 
 # %% ../nbs/09_train.ipynb #2423ffd2
 def trainable_state(module, state:dict|None=None, # a full state dict of `module` (default: `module.state_dict()`)

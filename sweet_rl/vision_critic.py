@@ -10,6 +10,7 @@ from typing import Sequence
 
 import torch
 from PIL import Image
+from torch.utils.checkpoint import checkpoint
 
 from .core import seed_everything, stable_id
 from .data import cut_text, dialogue_turns, format_dialogue
@@ -61,8 +62,14 @@ def fit_image(image:Image.Image, max_pixels:int) -> Image.Image:
 # %% ../nbs/11_vision_critic.ipynb #7683df55
 class VisionHeadModel(HeadModel):
     "A vision-language backbone (LoRA or full) with a scalar head on the mean of its last hidden states over all tokens."
-    def forward(self, attention_mask, **inputs) -> torch.Tensor:
-        "One score per sequence, `[B]`."
+    def forward(self, attention_mask=None, chunks:list[dict]|None=None, # processor outputs run one after another
+                **inputs) -> torch.Tensor:
+        "One score per sequence, `[B]` (of every chunk's sequences in order, each chunk recomputed in the backward pass)."
+        if chunks is None: return self._scores(attention_mask=attention_mask, **inputs)
+        if len(chunks) == 1 or not torch.is_grad_enabled(): return torch.cat([self._scores(**c) for c in chunks])
+        return torch.cat([checkpoint(lambda c: self._scores(**c), c, use_reentrant=False) for c in chunks])
+
+    def _scores(self, attention_mask, **inputs) -> torch.Tensor:
         hidden = self.backbone(attention_mask=attention_mask, **inputs).last_hidden_state.float()
         mask = attention_mask.to(hidden.dtype)[..., None]
         return self.head((hidden * mask).sum(1) / mask.sum(1).clamp(min=1)).squeeze(-1)
@@ -160,7 +167,7 @@ def candidate_scores(self:VisionCritic, task:dict, history:Sequence[dict], candi
 
 # %% ../nbs/11_vision_critic.ipynb #a12cd038
 class VisionCollator:
-    "Pairs `{chosen, rejected}` -> model inputs for all their turns, `owner` (trajectory of each turn) and `n_pairs`."
+    "Pairs `{chosen, rejected}` -> `chunks` of model inputs (all their turns, `config.max_sequences` at most each), `owner` (trajectory of each turn), `n_pairs`."
     def __init__(self, critic:VisionCritic): self.critic = critic
     def __call__(self, examples:list[dict]) -> dict:
         trajs = [x['chosen'] for x in examples] + [x['rejected'] for x in examples]
@@ -168,7 +175,9 @@ class VisionCollator:
         for i, t in enumerate(trajs):
             turns = _agent_turns(t)
             items += [(t['task'], h, a) for h, a in turns]; owner += [i] * len(turns)
-        return {**self.critic.inputs(items), 'owner': torch.tensor(owner), 'n_pairs': torch.tensor(len(examples))}
+        k = self.critic.config.max_sequences or max(1, len(items))
+        chunks = [self.critic.inputs(items[s:s + k]) for s in range(0, len(items), k)]
+        return {'chunks': chunks, 'owner': torch.tensor(owner), 'n_pairs': torch.tensor(len(examples))}
 
 class VisionCriticTrainer(CriticTrainer):
     "The critic trainer with the vision objective: Bradley–Terry on per-trajectory sums of turn scores (Eq. 2)."

@@ -118,3 +118,88 @@ def test_two_processes_follow_one_process(tmp_path):
         assert (m['steps'], m['global_batch']) == (STEPS, 4)
     assert json.loads((tmp_path / 'two' / 'metrics.json').read_text())['processes'] == 2
     assert not list((tmp_path / 'two').rglob('*.tmp'))  # no half-written file left by a second writer
+
+
+def test_zero3_config_launches_the_critic_trainer_on_cpu(tmp_path):
+    """`accelerate launch` with the shipped ZeRO-3 config gets past its DeepSpeed import and trains a step (issue 46, C1).
+    Needs deepspeed (the gpu extra; not in the CPU set-up): one process on the CPU, bf16 off; takes ~3 minutes."""
+    pytest.importorskip('deepspeed', reason="deepspeed is not installed (it is in the gpu extra: DS_BUILD_OPS=0 pip wheel "
+                                            "--no-deps deepspeed==0.19.8, then install that wheel and hjson, msgpack, ninja, py-cpuinfo)")
+    write_jsonl(tmp_path / 'trajectories.jsonl', synthetic_trajectories(4, seed=SEED))
+    zero3 = ROOT / 'configs' / 'accelerate' / 'deepspeed_zero3.yaml'
+    proc = _launch([sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(zero3), '--num_processes', '1',
+                    '--mixed_precision', 'no', '-m', 'sweet_rl.launch'], tmp_path, 'zero3', _config(1, 1))
+    try: rc = proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None: os.killpg(proc.pid, signal.SIGKILL)
+    log = (tmp_path / 'zero3.out').read_text()
+    assert 'DeepSpeed is not installed' not in log and rc == 0, log[-3000:]
+    assert _steps(tmp_path / 'zero3') and (tmp_path / 'zero3' / 'critic').is_dir()
+
+
+ZERO3_LOGPROBS = '''
+import copy, json, os, socket, torch
+from torch.utils._python_dispatch import TorchDispatchMode
+with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port), RANK='0', LOCAL_RANK='0', WORLD_SIZE='1')
+import deepspeed
+from deepspeed.utils import safe_get_full_grad
+from transformers import LlamaConfig, LlamaForCausalLM
+from sweet_rl.models import token_logprobs
+from sweet_rl.train import policy_logprobs
+
+V, CHUNK = 97, 4
+aten = torch.ops.aten
+PROJECTIONS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten._log_softmax.default,
+               aten._log_softmax_backward_data.default}
+class Rows(TorchDispatchMode):  # the most positions a projection to the vocabulary (or its log-softmax) made at once
+    most = 0
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func in PROJECTIONS and out.shape[-1] == V: self.most = max(self.most, out.numel() // V)
+        return out
+
+deepspeed.init_distributed(dist_backend='gloo')
+rows = []
+for tied, frozen_head in ((False, False), (True, False), (False, True)):
+    torch.manual_seed(0)
+    tiny = LlamaForCausalLM(LlamaConfig(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=tied))
+    if frozen_head: tiny.lm_head.weight.requires_grad_(False)  # as with LoRA: the head is frozen
+    ids = torch.randint(0, V, (2, 12)); mask = torch.ones_like(ids); mask[1, 9:] = 0
+    plain = copy.deepcopy(tiny)
+    want_lp = token_logprobs(plain, ids, mask, CHUNK, unpad=False); (want_lp * mask).sum().backward()
+    want = {n: p.grad for n, p in plain.named_parameters() if p.requires_grad}
+    cfg = {'train_micro_batch_size_per_gpu': 1, 'zero_optimization': {'stage': 3, 'stage3_param_persistence_threshold': 0},
+           'optimizer': {'type': 'AdamW', 'params': {'lr': 1e-3, 'torch_adam': True}}}
+    model = copy.deepcopy(tiny)
+    engine, *_ = deepspeed.initialize(model=model, config=cfg, model_parameters=[p for p in model.parameters() if p.requires_grad])
+    for step in range(2):  # a second step: the first left the partitions in a state ZeRO-3 can go on from
+        with Rows() as seen:
+            lp = policy_logprobs(engine, ids, mask, chunk_size=CHUNK)
+            engine.backward((lp * mask).sum())
+        if step == 0:
+            d_lp = float((lp - want_lp)[mask.bool()].abs().max())
+            d_grad = max(float((safe_get_full_grad(p) - want[n]).abs().max())
+                         for n, p in engine.module.named_parameters() if p.requires_grad)
+            rows.append(dict(tied=tied, frozen_head=frozen_head, d_logprob=d_lp, d_grad=d_grad, most_rows=seen.most))
+        engine.step()
+print(json.dumps(rows))
+'''
+
+
+def test_policy_logprobs_under_zero3_match_the_plain_model(tmp_path):
+    """Inside a ZeRO-3 engine (one CPU process, gloo) `policy_logprobs` gives the plain model's log-probs and gradients,
+    its vocabulary projection in chunks (issue 46, C3), with an untied, a tied and a frozen output head (LoRA freezes it).
+    Needs deepspeed (the gpu extra); ~30 s."""
+    pytest.importorskip('deepspeed', reason="deepspeed is not installed (it is in the gpu extra)")
+    (tmp_path / 'zero3_logprobs.py').write_text(ZERO3_LOGPROBS)
+    env = {**os.environ, 'OMP_NUM_THREADS': '1'}
+    out = subprocess.run([sys.executable, str(tmp_path / 'zero3_logprobs.py')], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(rows) == 3, rows
+    for r in rows:
+        assert r['d_logprob'] <= 1e-5 and r['d_grad'] <= 1e-5, r
+        assert r['most_rows'] <= 2 * 4, r  # 2 rows x 4 positions at a time; the full path makes 2 x 12

@@ -9,18 +9,33 @@ def _settings():
     cfg.read(ROOT / 'settings.ini')
     return cfg['DEFAULT']
 
+def _cpu_pins(s):
+    "The CPU set-up's exact versions: the requirements, with `cpu_pins` for those that are ranges (scripts/setup.sh)."
+    pins = dict(r.split('==') for r in s['cpu_pins'].split())
+    return [f"{name}=={pins[name]}" if name in pins else r
+            for r in s['requirements'].split() for name in [re.match(r'[A-Za-z0-9_.\-]+', r)[0]]]
+
 def test_environment_yml_has_the_same_pins():
     s = _settings()
-    want = set(s['requirements'].split() + s['serve_requirements'].split() + s['dev_requirements'].split())
+    want = set(_cpu_pins(s) + s['serve_requirements'].split() + s['dev_requirements'].split())
     got = set(re.findall(r'^\s+- ([A-Za-z0-9_.\-]+==[^\s]+)\s*$', (ROOT / 'environment.yml').read_text(), re.M))
     assert got == want, f"only in environment.yml: {got - want}; only in settings.ini: {want - got}"
 
 def test_numeric_dependencies_are_pinned():
-    reqs = dict(r.split('==') for r in _settings()['requirements'].split() if '==' in r)
+    "Every numeric dependency is exact on CPU; the ranges (where the GPU node differs) admit their CPU pins."
+    from packaging.requirements import Requirement
+    s = _settings()
+    reqs = dict(r.split('==') for r in _cpu_pins(s))
     for pkg in ['torch', 'torchvision', 'transformers', 'trl', 'peft', 'accelerate', 'papermill', 'matplotlib',
-                'pandas', 'open_clip_torch', 'playwright', 'gguf', 'nbdev', 'fastcore', 'execnb']:
-        assert pkg in reqs, f"{pkg} is not pinned with == in settings.ini"
+                'pandas', 'open_clip_torch', 'playwright', 'gguf', 'nbdev', 'fastcore', 'execnb', 'numpy']:
+        assert pkg in reqs, f"settings.ini: {pkg} has no exact CPU version (== in requirements, or in cpu_pins)"
     assert (reqs['nbdev'], reqs['fastcore'], reqs['execnb']) == ('2.4.14', '1.14.5', '0.1.18')
+    ranges = {Requirement(r).name: Requirement(r).specifier for r in s['requirements'].split()}
+    for pin in s['cpu_pins'].split():
+        name, version = pin.split('==')
+        assert name in ranges and ranges[name].contains(version), f"settings.ini: cpu_pins {pin} is outside requirements' {name}{ranges.get(name)}"
+        assert '==' not in str(ranges[name]), f"settings.ini: {name} is in cpu_pins, so its requirement should be a range"
+    assert all(ranges[n].contains(v) for n, v in [('torch', '2.11.0+cu130'), ('torchvision', '0.26.0'), ('numpy', '2.3.5')])
 
 def test_nbdev_settings():
     s = _settings()

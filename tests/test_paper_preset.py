@@ -62,3 +62,15 @@ def test_activation_checkpointing_keeps_the_losses(tmp_path, tiny_lm):
         assert any(getattr(m, 'gradient_checkpointing', False) for m in critic.model.modules()) == on  # really recomputed
         losses.append([r['loss'] for r in map(json.loads, (tmp_path / str(on) / 'train_log.jsonl').read_text().splitlines()) if 'loss' in r])
     torch.testing.assert_close(torch.tensor(losses[1]), torch.tensor(losses[0]), atol=1e-5, rtol=1e-5)
+
+
+def test_simulator_names_match_the_documented_servers():
+    "Each simulator name a paper preset sends is one the README's `vllm serve` lines serve (`--served-model-name`)."
+    import re
+    readme = (ROOT / 'README.md').read_text()
+    served = set(re.findall(r'^vllm serve \S+ .*--served-model-name (\S+)', readme, flags=re.M))
+    asked = set()
+    for f in sorted((ROOT / 'studies').glob('*.yaml')):
+        asked |= set(re.findall(r"'openai:([^@']+)@\$\{SWEET_RL_[A-Z_]*SIMULATOR_URL\}'", f.read_text()))
+    assert asked >= {'Llama-3.1-70B-Instruct', 'Qwen2-VL-72B-Instruct'}, asked
+    assert asked <= served, f"README.md: no `vllm serve ... --served-model-name NAME` line for {sorted(asked - served)}"

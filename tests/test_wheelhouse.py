@@ -1,5 +1,5 @@
 "scripts/wheelhouse.py with real pip on tiny local wheels (no index): what a build leaves out, and what install refuses."
-import hashlib, json, os, shutil, subprocess, sys, zipfile
+import configparser, hashlib, json, os, shutil, subprocess, sys, zipfile
 from pathlib import Path
 
 import pytest
@@ -116,8 +116,33 @@ def test_install_refuses_another_python(built, tmp_path):
     assert r.returncode != 0 and 'is for Python 3.99' in r.stderr and not (tmp_path / 'site').exists()
 
 def test_gpu_extra_from_settings():
-    "The gpu extra is the vllm that pins torch 2.11; with the base pins, torch, torchvision and numpy give way to it."
+    "The gpu extra is the vllm that pins torch 2.11 and a DeepSpeed that works with LoRA under ZeRO-3; the base comes as is."
+    assert wheelhouse.settings_requirements(['gpu'], with_base=False) == ['vllm==0.24.0', 'deepspeed>=0.19.8']
     reqs = wheelhouse.settings_requirements(['gpu'], with_base=True)
-    assert 'vllm==0.24.0' in reqs and {'torch', 'torchvision', 'numpy'} <= set(reqs)
-    assert not [r for r in reqs if r.startswith(('torch==', 'torchvision==', 'numpy=='))]
-    assert wheelhouse.settings_requirements(['gpu'], with_base=False) == ['vllm==0.24.0']
+    assert reqs[-2:] == ['vllm==0.24.0', 'deepspeed>=0.19.8'] and 'torch>=2.11.0,<2.15' in reqs
+
+FROZEN_GPU_NODE = Path(__file__).parent / 'fixtures' / 'gpu_node_py312.inspect.json'
+
+def test_requirements_and_gpu_extra_resolve_on_a_frozen_gpu_node(tmp_path):
+    "pip, with no index at all, finds sweet_rl's requirements and gpu extra satisfied by a CUDA 13 torch 2.11 node's packages."
+    pkgs, markers = wheelhouse.read_node(FROZEN_GPU_NODE)
+    assert pkgs['torch'][0] == '2.11.0+cu130' and pkgs['numpy'][0] == '2.3.5' and 'Requires-Dist: torch==2.11.0' in pkgs['vllm'][1]
+    cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(wheelhouse.SETTINGS)
+    reqs = cfg['DEFAULT']['requirements'].split() + cfg['DEFAULT']['gpu_requirements'].split()  # what setup.py declares
+    assert wheelhouse.resolve(reqs, pkgs, [], markers, ['--no-index'], tmp_path) == []  # nothing to install
+
+def test_build_makes_a_wheel_of_a_source_only_package(index, tmp_path):
+    "A requirement the index has only as source (as PyPI has DeepSpeed) is built into a wheel, listed in the manifest."
+    src = tmp_path / 'src'; (src / 'wh_src').mkdir(parents=True)
+    (src / 'wh_src' / '__init__.py').write_text("VERSION = '1.0'\n")
+    (src / 'setup.py').write_text("from setuptools import setup\nsetup(name='wh-src', version='1.0', packages=['wh_src'], install_requires=['wh-base'])\n")
+    sdists = tmp_path / 'sdists'; sdists.mkdir()
+    subprocess.run([sys.executable, 'setup.py', '-q', 'sdist', '-d', str(sdists)], cwd=src, check=True, capture_output=True)
+    r, out = build(index, tmp_path, '', 'wh-src', flags=('--build-wheel', 'wh-src'))
+    assert r.returncode != 0 and 'wh-src' in r.stderr  # the wheel-only index has no wheel of it
+    r = run('build', 'wh-src', '--build-wheel', 'wh-src', '--node', str(tmp_path / 'freeze.txt'), '--out', str(tmp_path / 'wh2'),
+            '--', '--no-index', '--find-links', str(index), '--find-links', str(sdists), '--no-build-isolation')
+    assert r.returncode == 0, r.stderr
+    assert wheels(tmp_path / 'wh2') == [('wh-base', '2.0'), ('wh-src', '1.0')]
+    made = json.loads((tmp_path / 'wh2' / 'manifest.json').read_text())['built_from_source']
+    assert made == [{'requirement': 'wh-src', 'env': {}, 'filename': 'wh_src-1.0-py3-none-any.whl'}]
