@@ -33,7 +33,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--model', default='qwen2.5-coder-0.5b'); ap.add_argument('--tasks', type=int, default=40)
     ap.add_argument('--samples', type=int, default=4); ap.add_argument('--max-new-tokens', type=int, default=200)
-    ap.add_argument('--seed', type=int, default=0); ap.add_argument('--batch-size', type=int, default=16)
+    ap.add_argument('--seed', type=int, default=0, help='sampling seed'); ap.add_argument('--batch-size', type=int, default=16)
+    ap.add_argument('--task-seed', type=int, default=1, help='seed of the drawn training tasks')
     ap.add_argument('--out', default=str(ROOT / 'results' / 'clarify' / 'gonogo'))
     a = ap.parse_args()
     from sweet_rl.core import atomic_write_text, seed_everything, write_manifest
@@ -42,7 +43,7 @@ def main():
     seed_everything(a.seed)
     out, t0 = Path(a.out), time.time()
     out.mkdir(parents=True, exist_ok=True)
-    tasks = generate_tasks(a.tasks, seed=a.seed, split='train')
+    tasks = generate_tasks(a.tasks, seed=a.task_seed, split='train')
     rows = information_value(TransformersBackend(a.model, batch_size=a.batch_size), tasks, a.samples, a.max_new_tokens, seed=a.seed)
     summary = {**summarize(rows), 'wall_s': round(time.time() - t0), 'params': vars(a)}
     atomic_write_text(out / 'gonogo_answers.jsonl', ''.join(json.dumps(r) + '\n' for r in rows))
