@@ -115,9 +115,11 @@ class PairConfig(Config):
     min_reward_gap:float=0.0 # rejected needs reward <= chosen - gap (always strictly lower than the chosen)
     max_pairs_per_task:int|None=None # keep at most this many pairs per task (seeded sample); None keeps all
     seed:int=0 # seed for ties among best rollouts and the sample
+    value_label:str='success' # the value head's label: 'success' (1 or 0, Fig. 3a's value function) or 'reward' (the reward in [0, 1] as a soft label)
 
     def __post_init__(self):
         if self.pairing not in ('best', 'gap'): raise ValueError(f"pairing must be 'best' or 'gap', got {self.pairing!r}")
+        if self.value_label not in ('success', 'reward'): raise ValueError(f"value_label must be 'success' or 'reward', got {self.value_label!r}")
         if self.max_pairs_per_task is not None and self.max_pairs_per_task < 1:
             raise ValueError(f"max_pairs_per_task must be a positive number or None, got {self.max_pairs_per_task!r}")
         if self.min_reward_gap < 0: raise ValueError(f"min_reward_gap must be >= 0, got {self.min_reward_gap!r}")
@@ -391,11 +393,13 @@ def training_examples(trajectories:Sequence, head:str='sweet', pair_config:PairC
     "Pairs `{chosen, rejected}` (BT heads) or labelled trajectories `{trajectory, label}` (value head)."
     if head not in HEADS: raise ValueError(f"head must be one of {HEADS}, got {head!r}")
     if head != 'value': return make_pairs(trajectories, pair_config)
-    thr = (pair_config or PairConfig()).success_threshold
+    pc = pair_config or PairConfig()
     out = []
     for i, t in enumerate(trajectories):
-        r = as_record(t); _reward(r, i)
-        out.append({'trajectory': r, 'label': float(is_success(r, thr))})
+        r = as_record(t); reward = _reward(r, i)
+        if pc.value_label == 'reward' and not 0 <= reward <= 1:
+            raise ValueError(f"trajectory {i}: value_label='reward' needs a reward in [0, 1] (a soft label), got {reward!r}")
+        out.append({'trajectory': r, 'label': float(reward if pc.value_label == 'reward' else is_success(r, pc.success_threshold))})
     return out
 
 # %% ../nbs/10_critic.ipynb #1eae742b
@@ -548,7 +552,9 @@ def shared_critic_dir(config:CriticConfig, trajectories:Sequence, pair_config:Pa
                       runs_dir=None) -> Path:
     "The shared folder of this critic (config, pairs, steps, trajectories), whether or not it is trained yet (`critic/` in it once it is)."
     kept = {k: v for k, v in config.to_dict().items() if k != 'save_minutes'}  # when to checkpoint does not change the critic
-    what = {'config': kept, 'pairs': (pair_config or PairConfig()).to_dict(), 'max_steps': max_steps,
+    pairs = (pair_config or PairConfig()).to_dict()
+    if pairs['value_label'] == 'success': del pairs['value_label']  # added later: at its default it keeps the folders made before it
+    what = {'config': kept, 'pairs': pairs, 'max_steps': max_steps,
             'trajectories': stable_id([as_record(t) for t in trajectories]), 'n_trajectories': len(trajectories)}
     return artifact_dir('critic', what, runs_dir)
 
