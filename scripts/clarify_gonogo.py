@@ -3,6 +3,7 @@ every slot than when it states none? Writes one row per answer, a per-family sum
 
     .venv/bin/python scripts/clarify_gonogo.py                      # 40 training tasks x 4 samples x 2 conditions
     .venv/bin/python scripts/clarify_gonogo.py --tasks 8 --samples 1 --out /tmp/gonogo   # a quick look
+    .venv/bin/python scripts/clarify_gonogo.py --families filter_scores,average --out results/clarify/gonogo-2fam
 """
 import argparse, json, statistics, time
 from pathlib import Path
@@ -35,6 +36,7 @@ def main():
     ap.add_argument('--samples', type=int, default=4); ap.add_argument('--max-new-tokens', type=int, default=200)
     ap.add_argument('--seed', type=int, default=0, help='sampling seed'); ap.add_argument('--batch-size', type=int, default=16)
     ap.add_argument('--task-seed', type=int, default=1, help='seed of the drawn training tasks')
+    ap.add_argument('--families', default='', help='comma-separated family names (default: all)')
     ap.add_argument('--out', default=str(ROOT / 'results' / 'clarify' / 'gonogo'))
     a = ap.parse_args()
     from sweet_rl.core import atomic_write_text, seed_everything, write_manifest
@@ -43,7 +45,7 @@ def main():
     seed_everything(a.seed)
     out, t0 = Path(a.out), time.time()
     out.mkdir(parents=True, exist_ok=True)
-    tasks = generate_tasks(a.tasks, seed=a.task_seed, split='train')
+    tasks = generate_tasks(a.tasks, seed=a.task_seed, split='train', families=[f for f in a.families.split(',') if f] or None)
     rows = information_value(TransformersBackend(a.model, batch_size=a.batch_size), tasks, a.samples, a.max_new_tokens, seed=a.seed)
     summary = {**summarize(rows), 'wall_s': round(time.time() - t0), 'params': vars(a)}
     atomic_write_text(out / 'gonogo_answers.jsonl', ''.join(json.dumps(r) + '\n' for r in rows))
