@@ -22,6 +22,21 @@ def rss_gb() -> float:
     raise RuntimeError('no VmRSS in /proc/self/status')
 
 
+def measure_backward(fn, model, ids, mask) -> dict:
+    "Run `fn(model, ids, mask).sum().backward()` once: peak resident memory above the start (GiB), seconds, and checksums."
+    base, peak, done = rss_gb(), [0.0], threading.Event()
+    def watch():
+        while not done.is_set(): peak[0] = max(peak[0], rss_gb()); time.sleep(0.005)
+    t = threading.Thread(target=watch, daemon=True); t.start()
+    t0 = time.perf_counter()
+    lp = fn(model, ids, mask)
+    lp.sum().backward()
+    secs = time.perf_counter() - t0
+    done.set(); t.join()
+    grad = sum(float(p.grad.double().abs().sum()) for p in model.parameters() if p.grad is not None)
+    return {'peak_gb': peak[0] - base, 'loaded_gb': base, 'seconds': secs, 'logprob_sum': float(lp.double().sum()), 'grad_abs_sum': grad}
+
+
 def old_token_logprobs(model, ids, mask, chunk_size=256):
     "The projection before the fix: chunked, but each chunk's logits and log-softmax stay alive until the backward pass."
     import torch.nn.functional as F
@@ -46,18 +61,7 @@ def child(args):
     ids = torch.randint(0, model.config.vocab_size, (args.batch, args.tokens))
     mask = torch.ones_like(ids)
     fn = old_token_logprobs if args.variant == 'before' else token_logprobs
-    base, peak, done = rss_gb(), [0.0], threading.Event()
-    def watch():
-        while not done.is_set(): peak[0] = max(peak[0], rss_gb()); time.sleep(0.005)
-    t = threading.Thread(target=watch, daemon=True); t.start()
-    t0 = time.perf_counter()
-    lp = fn(model, ids, mask)
-    lp.sum().backward()
-    secs = time.perf_counter() - t0
-    done.set(); t.join()
-    grad = sum(float(p.grad.double().abs().sum()) for p in model.parameters() if p.grad is not None)
-    print(json.dumps({'variant': args.variant, 'peak_gb': peak[0] - base, 'loaded_gb': base, 'seconds': secs,
-                      'logprob_sum': float(lp.double().sum()), 'grad_abs_sum': grad}))
+    print(json.dumps({'variant': args.variant, **measure_backward(fn, model, ids, mask)}))
 
 
 def main():

@@ -14,15 +14,11 @@ import argparse, json, os, platform, subprocess, sys, tempfile, threading, time
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_memory import measure_backward  # the one peak-memory measurement both benchmarks use
+
 VARIANTS = ('full', 'chunked')
 QWEN_VOCAB = 151936  # Qwen2.5's vocabulary
-
-
-def rss_gb() -> float:
-    with open('/proc/self/status') as f:
-        for line in f:
-            if line.startswith('VmRSS:'): return int(line.split()[1]) / 2**20
-    raise RuntimeError('no VmRSS in /proc/self/status')
 
 
 def full_logprobs(model, ids, mask):
@@ -49,19 +45,9 @@ def child(args):
             ids = torch.randint(0, args.vocab, (args.batch, args.tokens))
             mask = torch.ones_like(ids)
             fn = full_logprobs if args.variant == 'full' else policy_logprobs
-            base, peak, done = rss_gb(), [0.0], threading.Event()
-            def watch():
-                while not done.is_set(): peak[0] = max(peak[0], rss_gb()); time.sleep(0.005)
-            t = threading.Thread(target=watch, daemon=True); t.start()
-            t0 = time.perf_counter()
-            lp = fn(model, ids, mask)
-            lp.sum().backward()
-            secs = time.perf_counter() - t0
-            done.set(); t.join()
+            result = measure_backward(fn, model, ids, mask)
         finally: dist.destroy_process_group()
-    grad = sum(float(p.grad.double().abs().sum()) for p in model.parameters() if p.grad is not None)
-    print(json.dumps({'variant': args.variant, 'peak_gb': peak[0] - base, 'loaded_gb': base, 'seconds': secs,
-                      'logprob_sum': float(lp.double().sum()), 'grad_abs_sum': grad}))
+    print(json.dumps({'variant': args.variant, **result}))
 
 
 def main():
