@@ -153,7 +153,10 @@ def _answer_or_ask(s:dict, sc:Sequence[float]) -> tuple[bool, float]|None:
 
 # %% ../nbs/14b_credit.ipynb #d2a26fb9
 def _summary(per_task:Sequence[float], seed:int) -> dict:
-    return {'mean': None, 'ci': None, 'tasks': 0} if not per_task else dict(zip(('mean', 'ci'), (lambda m, lo, hi: (m, [lo, hi]))(*bootstrap_ci(per_task, seed=seed)))) | {'tasks': len(per_task)}
+    "Mean over tasks, its 95% bootstrap interval and the number of tasks (None when no task has a value)."
+    if not per_task: return {'mean': None, 'ci': None, 'tasks': 0}
+    m, lo, hi = bootstrap_ci(per_task, seed=seed)
+    return {'mean': m, 'ci': [lo, hi], 'tasks': len(per_task)}
 
 def _spearman(x:Sequence[float], y:Sequence[float]) -> float|None:
     if len(set(x)) < 2 or len(set(y)) < 2: return None  # a constant has no ranking
