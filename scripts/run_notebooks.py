@@ -12,6 +12,11 @@ fresh `nbdev_test --path NOTEBOOK` process (its memory goes back when it ends), 
 in `scripts/notebook_times.json`), and a notebook waits while the recorded peak memory of those running plus its own
 would pass `--memory-gb`. Each notebook's time and peak memory are printed when it ends; a failed notebook's output is
 printed in full at the end.
+
+CI's own parameters: an experiment notebook's defaults are what a user runs, so CI does not shrink them. A notebook named
+in the `smoke` scale of `studies/scales.yaml` runs with those parameters instead (injected after its parameters cell, as
+`papermill -p` does, into a temporary copy `nbs/_ci_<name>.ipynb` that nbdev_test runs and that is removed after), so
+`pipeline reproduce --scale smoke` and CI run the same thing.
 """
 import argparse, json, os, subprocess, sys, time
 from pathlib import Path
@@ -25,6 +30,30 @@ def notebooks() -> list[Path]:
     from nbdev.doclinks import nbglob
     files = sorted(nbglob(None, as_path=True))
     return [f.absolute() for f in files if not any((p / '.notest').exists() for p in f.absolute().parents if p.is_relative_to(ROOT))]
+
+
+def ci_parameters(scales=None) -> dict:
+    "`{notebook stem: parameters}` of the `smoke` scale: what CI runs instead of those notebooks' defaults."
+    import yaml
+    path = Path(scales or ROOT / 'studies' / 'scales.yaml')
+    smoke = (yaml.safe_load(path.read_text()) or {}).get('smoke') or {} if path.is_file() else {}
+    if not isinstance(smoke, dict) or not all(isinstance(v, dict) for v in smoke.values()):
+        sys.exit(f"{path}: field 'smoke' must map notebook names to parameter mappings")
+    return smoke
+
+
+def with_parameters(nb:Path, params:dict) -> Path:
+    "A copy of notebook `nb` beside it (`_ci_<name>.ipynb`) with `params` injected after its parameters cell, as papermill does."
+    import nbformat
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+    from sweet_rl.pipeline import notebook_parameters
+    declared = notebook_parameters(nb)
+    unknown = set(params) - set(declared)
+    if unknown: sys.exit(f"studies/scales.yaml, smoke.{nb.stem}: {sorted(unknown)} are not parameters of {nb.name} (it declares {sorted(declared)})")
+    out = nb.with_name(f'_ci_{nb.name}')
+    nbformat.write(parameterize_notebook(load_notebook_node(str(nb)), params), out)
+    return out
 
 
 def memory_gb() -> float:
@@ -49,6 +78,7 @@ def main(argv=None) -> int:
         files = [f for f in files if f.stem in set(args.only)]
     if not files: print('No files were eligible for testing'); return 1
     known = json.loads(TIMES.read_text()) if TIMES.exists() else {}
+    ci = ci_parameters()
     key = lambda f: str(f.relative_to(ROOT / 'nbs'))
     est = lambda f: known.get(key(f), {}).get('seconds', 60.0)
     peak = lambda f: known.get(key(f), {}).get('peak_gb', 2.0)
@@ -66,7 +96,9 @@ def main(argv=None) -> int:
             todo.remove(fit)
             log = logs[fit] = Path(os.environ.get('TMPDIR', '/tmp')) / f"nbtest-{os.getpid()}-{fit.stem}.log"
             out = open(log, 'w')
-            proc = subprocess.Popen(['nbdev_test', '--path', str(fit), '--flags', args.flags], stdout=out,
+            target = with_parameters(fit, ci[fit.stem]) if fit.stem in ci else fit
+            if target != fit: print(f"{key(fit)} runs with CI's parameters {ci[fit.stem]} (studies/scales.yaml, smoke)", flush=True)
+            proc = subprocess.Popen(['nbdev_test', '--path', str(target), '--flags', args.flags], stdout=out,
                                     stderr=subprocess.STDOUT, cwd=ROOT, env=env)
             out.close()
             running[proc.pid] = (fit, time.time())
@@ -74,6 +106,7 @@ def main(argv=None) -> int:
         pid, status, usage = os.wait4(-1, 0)  # the next notebook to end, with its own peak memory
         if pid not in running: continue
         f, start = running.pop(pid)
+        f.with_name(f'_ci_{f.name}').unlink(missing_ok=True)
         rc, secs, gb = os.waitstatus_to_exitcode(status), time.time() - start, usage.ru_maxrss / 2**20
         results[f] = dict(rc=rc, seconds=round(secs, 1), peak_gb=round(gb, 2))
         print(f"- {'Completed' if rc == 0 else 'FAILED'} {key(f)}: {secs:.0f} s, peak {gb:.1f} GiB", flush=True)

@@ -1,8 +1,8 @@
 """The critic-training notebook under papermill: at a smaller size than its defaults, the trained SWEET critic ranks
 held-out pairs (tasks it never trained on) better than the untrained critic (seed 0: on a CPU the run is deterministic,
-so one seed is one fixed check; the notebook takes `seed` for more). The backend check is not repeated here: nbdev_test
-runs the notebook's backend defaults (24 tasks, 16 steps, seed 0), and the notebook asserts there that its SWEET
-critic ranks held-out pairs above the untrained critic."""
+so one seed is one fixed check; the notebook takes `seed` for more). The backend check is not repeated here: CI runs
+the notebook on backend with its smoke parameters (studies/scales.yaml: 24 tasks, 16 steps, seed 0), and the notebook
+asserts there that its SWEET critic ranks held-out pairs above the untrained critic."""
 import json, os, subprocess, sys
 from pathlib import Path
 
@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = (0,)
-# smaller than the defaults (24 tasks, 16 steps): about 5 minutes on one core
+# smaller than the defaults (40 tasks, 32 steps) and CI's backend run (24, 16): about 5 minutes on one core
 SMALL = {'frontend': {'n_tasks': 12, 'max_steps': 10}}
 DEV_FRONTEND = Path(os.environ.get('SWEET_RL_COLBENCH_DEV') or ROOT.parent / 'shared' / 'colbench') / 'frontend_dev.jsonl'
 
