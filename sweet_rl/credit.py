@@ -5,20 +5,25 @@
 # %% ../nbs/14b_credit.ipynb #26c5db44
 from __future__ import annotations
 import random, statistics
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .core import JsonlStore, stable_id
+from .core import Config, JsonlStore, artifact_dir, file_lock, read_jsonl, stable_id, write_jsonl
 from .data import ANSWER_MARK, dialogue_turns
 from .envs.base import human_replies
 from .models import SamplingParams
 from .evaluate import bootstrap_ci
+from .envs.clarify import ScriptedClarifier, constructed_candidates, describe_action, generate_tasks
+from .rollout import RolloutConfig, env_factory, shared_rollouts
 
 # %% auto #0
-__all__ = ['first_turn_states', 'continuation_values', 'construction_order', 'pair_outcome', 'ordered_pairs', 'label_agreement',
-           'score_states', 'credit_metrics', 'beat_probability']
+__all__ = ['first_turn_states', 'continuation_values', 'shared_states', 'shared_values', 'construction_order', 'pair_outcome',
+           'ordered_pairs', 'label_agreement', 'score_states', 'credit_metrics', 'beat_probability',
+           'ClarifyCreditConfig', 'clarify_offline', 'clarify_heldout', 'clarify_credit_data']
 
 # %% ../nbs/14b_credit.ipynb #37dd8755
 def _described(task, text:str, source:str, describe:Callable|None) -> dict:
@@ -92,6 +97,31 @@ def continuation_values(states:Sequence[dict], # from `first_turn_states`
     params.seed = base_seed
     return [[c['reward'] if 'reward' in c else statistics.fmean(done[key(si, ci, k)] for k in range(n_continuations))
              for ci, c in enumerate(s['candidates'])] for si, s in enumerate(states)]
+
+# %% ../nbs/14b_credit.ipynb #48480d03
+def shared_states(tasks:Sequence, make_env:Callable, agent, n_samples:int, constructed:Callable|None, describe:Callable|None,
+                  params:SamplingParams,
+                  what:dict, # names the product beyond tasks and sampling: the agent, the constructed kinds (JSON-serializable)
+                  runs_dir=None, progress:bool=True) -> tuple[list[dict], Path]:
+    "`first_turn_states` made once in a shared folder and read back by every run that asks for the same; returns (states, folder)."
+    folder = artifact_dir('credit_states', {**what, 'tasks': stable_id([t.to_dict() for t in tasks]), 'n_tasks': len(tasks),
+                                            'n_samples': n_samples, 'params': params.to_dict()}, runs_dir)
+    path = folder / 'states.jsonl'
+    with file_lock(folder / '.lock', on_wait=f"{folder}: another process is making these states; waiting for it"):
+        if not path.is_file():
+            states = first_turn_states(tasks, make_env, agent, n_samples, constructed, describe, params)
+            write_jsonl(path, states)
+        return [r for _, r in read_jsonl(path)], folder
+
+def shared_values(states:Sequence[dict], make_env:Callable, agent, n_continuations:int, params:SamplingParams,
+                  what:dict, # names the continuing agent and protocol (JSON-serializable)
+                  runs_dir=None, batch_size:int=16, progress:bool=True) -> tuple[list[list[float]], Path]:
+    "`continuation_values` into a shared, resumable store; returns (values, folder)."
+    folder = artifact_dir('credit_values', {**what, 'states': stable_id([s['id'] for s in states]),
+                                            'candidates': stable_id([[c['text'] for c in s['candidates']] for s in states]),
+                                            'n_continuations': n_continuations, 'params': params.to_dict()}, runs_dir)
+    with file_lock(folder / '.lock', on_wait=f"{folder}: another process is running these continuations; waiting for it"):
+        return continuation_values(states, make_env, agent, n_continuations, params, folder / 'continuations.jsonl', batch_size, progress), folder
 
 # %% ../nbs/14b_credit.ipynb #4de53652
 def construction_order(a:dict, b:dict) -> int:
@@ -204,3 +234,64 @@ def beat_probability(a:dict, b:dict, # seed -> per-task values of scorer A / B (
         ma, mb = statistics.fmean(x[i] for i in idx), statistics.fmean(y[i] for i in idx)
         wins += 1.0 if ma > mb else 0.5 if ma == mb else 0.0
     return wins / n_boot
+
+# %% ../nbs/14b_credit.ipynb #f08b9980
+@dataclass
+class ClarifyCreditConfig(Config):
+    "The data of a credit-assignment study on clarify tasks: who acts, on which tasks, and how held-out candidates are valued."
+    agent:str='qwen2.5-coder-0.5b' # writes every answer (offline data, held-out samples, continuations); 'scripted': no generation
+    families:str='filter_scores,average,format_price' # clarify families, comma-separated ('' for all)
+    n_train:int=120 # training tasks
+    samples_per_task:int=4 # offline episodes per training task
+    p_ask:float=0.6 # behaviour policy: chance of asking a slot question at a turn where it may
+    n_test:int=40 # held-out tasks, one first-turn state each
+    n_samples:int=2 # the agent's own samples among each held-out state's candidates
+    n_continuations:int=4 # Monte-Carlo continuations per question candidate
+    max_new_tokens:int=320 # the agent's budget per message
+    batch_size:int=16 # sequences decoded together
+    data_seed:int=0 # seed of the tasks, the behaviour policy and the continuations
+
+    def tasks(self) -> tuple[list, list]:
+        "(training tasks, held-out tasks): seeded, split by choice of slots."
+        fams = [f.strip() for f in self.families.split(',') if f.strip()] or None
+        return (generate_tasks(self.n_train, seed=self.data_seed, families=fams),
+                generate_tasks(self.n_test, seed=self.data_seed, split='test', families=fams))
+
+def _answerer(config:ClarifyCreditConfig):
+    "The model that writes answers, or the scripted knowledge (`ScriptedClarifier` that never asks)."
+    if config.agent == 'scripted': return ScriptedClarifier(p_ask=0.0)
+    from sweet_rl.models import TransformersBackend
+    return TransformersBackend(config.agent, batch_size=config.batch_size)
+
+def _who(config:ClarifyCreditConfig) -> dict: return {'agent': config.agent, 'env': 'clarify', 'families': config.families}
+
+def clarify_offline(config:ClarifyCreditConfig, answerer=None, runs_dir=None, progress:bool=True) -> tuple[list, Path]:
+    "The behaviour policy's offline episodes on the training tasks (shared, resumable); returns (records, folder)."
+    train, _ = config.tasks()
+    rollout = RolloutConfig(samples_per_task=config.samples_per_task, max_new_tokens=config.max_new_tokens, seed=config.data_seed,
+                            batch_size=config.batch_size)
+    behaviour = ScriptedClarifier(config.p_ask, answerer=answerer or _answerer(config))
+    return shared_rollouts(train, env_factory('clarify'), behaviour, rollout,
+                           {**_who(config), 'behaviour': f'scripted-clarifier p_ask={config.p_ask}'}, runs_dir, progress)
+
+def clarify_heldout(config:ClarifyCreditConfig, answerer=None, runs_dir=None, progress:bool=True) -> tuple[list, list, dict]:
+    "Held-out first-turn states and their Monte-Carlo values (shared; the continuations resume); returns (states, values, folders)."
+    _, test = config.tasks()
+    make_env, answerer = env_factory('clarify'), answerer or _answerer(config)
+    params = SamplingParams(max_new_tokens=config.max_new_tokens, temperature=1.0, seed=config.data_seed)
+    n_samples = 0 if config.agent == 'scripted' else config.n_samples  # the scripted answer is the constructed default answer
+    states, f_states = shared_states(test, make_env, answerer, n_samples, constructed_candidates, describe_action, params,
+                                     {**_who(config), 'constructed': 'clarify'}, runs_dir, progress)
+    values, f_values = shared_values(states, make_env, answerer, config.n_continuations, params, _who(config), runs_dir,
+                                     config.batch_size, progress)
+    return states, values, {'states': f_states, 'values': f_values}
+
+def clarify_credit_data(config:ClarifyCreditConfig, runs_dir=None, progress:bool=True) -> dict:
+    """`clarify_offline` and `clarify_heldout` with one loaded agent: `train_tasks`, `test_tasks`, `offline`, `states`,
+    `values`, `label_agreement` (construction against Monte-Carlo) and the shared `folders`."""
+    answerer = _answerer(config)
+    offline, f_off = clarify_offline(config, answerer, runs_dir, progress)
+    states, values, folders = clarify_heldout(config, answerer, runs_dir, progress)
+    train, test = config.tasks()
+    return {'train_tasks': train, 'test_tasks': test, 'offline': offline, 'states': states, 'values': values,
+            'label_agreement': label_agreement(states, values, seed=config.data_seed), 'folders': {'offline': f_off, **folders}}

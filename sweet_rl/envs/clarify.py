@@ -392,28 +392,36 @@ def learned_slots(family:Family, replies:Sequence[str]) -> dict:
     return {s.name: v for s in family.slots for v, sentence in s.values.items() if any(sentence in r for r in replies)}
 
 class ScriptedClarifier(GenerationBackend):
-    """Stand-in agent that generates no text: at each turn it asks about a slot it has not asked about (drawn at random)
-    with probability `p_ask` while questions remain, else answers with the code its knowledge implies (what the person
-    said, defaults elsewhere). Whether it asked about the right slot is all that decides its reward."""
+    """Stand-in agent: at each turn it asks about a slot it has not asked about (drawn at random) with probability
+    `p_ask` while questions remain, else answers. Without an `answerer` it generates no text and answers with the code
+    its knowledge implies (what the person said, defaults elsewhere), so whether it asked about the right slot is all
+    that decides its reward; with one, that model writes the answer from the dialogue so far (a behaviour policy that
+    asks, for an agent that never does)."""
     name = 'scripted-clarifier'
     def __init__(self, p_ask:float=0.6, # probability of asking at a turn where it may still ask
                  max_questions:int=2, # at most this many questions (the turn cap also bounds them)
-                 max_turns:int=3): # the environment's turn cap: the last allowed turn always answers
-        self.p_ask, self.max_questions, self.max_turns = p_ask, max_questions, max_turns
+                 max_turns:int=3, # the environment's turn cap: the last allowed turn always answers
+                 answerer:GenerationBackend|None=None): # writes the answers (None: the code the scripted knowledge implies)
+        self.p_ask, self.max_questions, self.max_turns, self.answerer = p_ask, max_questions, max_turns, answerer
+        if answerer is not None: self.name = f"scripted-clarifier+{getattr(answerer, 'name', type(answerer).__name__)}"
 
     def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]:
-        params, out = params or SamplingParams(), []
+        params, out, answering = params or SamplingParams(), [], []
         for i, conv in enumerate(conversations):
             fam, said = family_of(conv[0]['content']), [m['content'] for m in conv[1:] if m['role'] == 'assistant']
             rng = random.Random(f"{(params.seed or 0) + i}:{stable_id(conv)}")  # request i of a call samples with seed + i
             left = [s for s in fam.slots if s.question not in said]
             if left and len(said) < min(self.max_questions, self.max_turns - 1) and rng.random() < self.p_ask:
                 text = rng.choice(left).question
+            elif self.answerer is not None: answering.append(i); text = None
             else:
                 known = learned_slots(fam, [m['content'] for m in conv[1:] if m['role'] == 'user'])
                 text = answer_message(fam.build({**fam.defaults(), **known}))
-            out.append(Completion(text, len(text.split()), 'stop'))
+            out.append(None if text is None else Completion(text, len(text.split()), 'stop'))
+        if answering:  # the answerer's replies, in one call
+            for i, c in zip(answering, self.answerer.complete([conversations[i] for i in answering], params)): out[i] = c
         return out
+
 
 # %% ../../nbs/07e_clarify.ipynb #af63c679
 def information_value(agent, # generation backend of the agent (e.g. `TransformersBackend('qwen2.5-coder-0.5b')`)

@@ -1,0 +1,32 @@
+"""Make a clarify credit study's shared data ahead of its scorer runs, one part per process (two cores: run both at once).
+
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/credit_data.py offline &    # the behaviour policy's training episodes
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/credit_data.py heldout      # held-out states and their Monte-Carlo values
+
+Both resume where an interrupted run stopped, and `nbs/credit.ipynb` finds what they made (`runs/shared/`). Any field of
+`credit.ClarifyCreditConfig` can be given as `--field value`; the defaults are the notebook's.
+"""
+import argparse, dataclasses, json, time
+
+
+def main():
+    from sweet_rl.credit import ClarifyCreditConfig, clarify_heldout, clarify_offline
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('part', choices=['offline', 'heldout'])
+    ap.add_argument('--runs-dir', default=None, help='root of the run folders (default: runs/ of the repository)')
+    for f in dataclasses.fields(ClarifyCreditConfig):
+        ap.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    a = vars(ap.parse_args())
+    part, runs_dir = a.pop('part'), a.pop('runs_dir')
+    config, t0 = ClarifyCreditConfig(**a), time.time()
+    if part == 'offline':
+        records, folder = clarify_offline(config, runs_dir=runs_dir)
+        print(json.dumps({'episodes': len(records), 'mean_reward': sum(r['reward'] for r in records) / len(records),
+                          'folder': str(folder), 'wall_s': round(time.time() - t0)}))
+    else:
+        states, values, folders = clarify_heldout(config, runs_dir=runs_dir)
+        print(json.dumps({'states': len(states), 'candidates': sum(len(s['candidates']) for s in states),
+                          'folders': {k: str(v) for k, v in folders.items()}, 'wall_s': round(time.time() - t0)}))
+
+
+if __name__ == '__main__': main()
