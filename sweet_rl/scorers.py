@@ -22,9 +22,9 @@ from .vision_critic import VisionCritic
 
 # %% auto #0
 __all__ = ['JUDGE_PROMPT', 'candidate_advantage', 'lm_forward', 'score_candidates_full', 'shared_prefix_length', 'repeat_cache',
-           'candidate_batches', 'candidates_per_pass', 'score_candidates', 'score_with_head', 'CriticScorer',
-           'critic_class', 'build_critic', 'load_critic', 'RandomScorer', 'mean_logprob_gap', 'PrivilegedScorer',
-           'parse_verdict', 'JudgeScorer', 'VLLMScorer']
+           'candidate_batches', 'candidates_per_pass', 'prefix_tokens', 'score_candidates', 'score_with_head',
+           'CriticScorer', 'critic_class', 'build_critic', 'load_critic', 'RandomScorer', 'mean_logprob_gap',
+           'PrivilegedScorer', 'parse_verdict', 'JudgeScorer', 'VLLMScorer']
 
 # %% ../nbs/12_scorers.ipynb #8098ab92
 def candidate_advantage(ratio:torch.Tensor, # [N, S] log-ratio of each candidate token (0 elsewhere)
@@ -86,6 +86,18 @@ def candidates_per_pass(batch_size:int, unpad:bool|None, device) -> int:
     return 1 if unpad else batch_size
 
 # %% ../nbs/12_scorers.ipynb #16dfe4c2
+def prefix_tokens(tokenizer, enc:EncodedConversations, k:int, # the candidates' turn index in `enc`
+                  candidates:Sequence[str], prefix:str) -> list[int]:
+    "How many leading tokens of each candidate spell `prefix` (0 for a candidate that does not start with it)."
+    out = []
+    for i, text in enumerate(candidates):
+        if not text.lstrip().startswith(prefix.strip()): out.append(0); continue
+        ids = enc.input_ids[i][enc.turn_index[i] == k].tolist()
+        m = next((m for m in range(1, min(len(ids), 64) + 1) if tokenizer.decode(ids[:m]).strip() == prefix.strip()), None)
+        if m is None: raise ValueError(f"candidate {i}: no token boundary after its leading {prefix!r} (its first tokens: {tokenizer.decode(ids[:12])!r})")
+        out.append(m)
+    return out
+
 def score_candidates(model, # critic: a peft model (reference = adapter disabled) or any causal LM with `ref_model`
                      tokenizer, task:dict, # the task, with its training-time information
                      history:Sequence[dict], # dialogue so far, ending before the agent's next turn
@@ -97,11 +109,14 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
                      batch_size:int=16, # candidates per forward pass
                      chunk_tokens:int|None=1024, # candidate tokens projected to the vocabulary at a time (`cached_logprobs`)
                      unpad:bool|None=None, # one candidate per pass, no work on padding (`candidates_per_pass`; None: `unpads_by_default`)
+                     skip_prefix:str|None=None, # leave the tokens of this leading text (e.g. the answer mark) out of each candidate's mean
                     ) -> torch.Tensor:
     "Advantage A_θ(o_t, a, c) of each candidate action `a`, `[N]`; the shared context is run once per model."
     check_normalization(normalization)
     enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template)
     P = shared_prefix_length(enc, k)
+    skip = torch.tensor(prefix_tokens(tokenizer, enc, k, candidates, skip_prefix)) if skip_prefix else None
+    if P < 1 and skip is not None: raise ValueError("score_candidates: skip_prefix needs candidates that share their context")
     if P < 1: return score_candidates_full(model, tokenizer, task, history, candidates, use_hidden_info,
                                            normalization, template, ref_model, batch_size)
     dev = next(model.parameters()).device
@@ -111,7 +126,7 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
         ctx = {}
         for name, enter in runs.items():
             with enter() as lm: ctx[name] = lm_forward(lm, ctx_ids, torch.ones_like(ctx_ids), logits_to_keep=1)
-        scores = []
+        scores, done = [], 0
         for suffix, mask, turn in candidate_batches(enc, P, candidates_per_pass(batch_size, unpad, dev), dev):
             n, lp = suffix.shape[0], {}
             for name, enter in runs.items():
@@ -119,7 +134,9 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
                 with enter() as lm: rest = cached_logprobs(lm, suffix, mask, repeat_cache(cache, n), chunk_tokens)
                 first = gather_logprobs(last[:, -1].expand(n, -1), suffix[:, 0])  # the context's last logit predicts token P
                 lp[name] = torch.cat([first[:, None], rest], 1)
-            scores.append(candidate_advantage(lp['policy'] - lp['ref'], turn == k, normalization))
+            keep = turn == k
+            if skip is not None: keep = keep & (keep.cumsum(-1) > skip[done:done + n, None].to(dev))  # past the prefix's tokens
+            scores.append(candidate_advantage(lp['policy'] - lp['ref'], keep, normalization)); done += n
     return torch.cat(scores).cpu()
 
 # %% ../nbs/12_scorers.ipynb #dae61332
@@ -151,8 +168,9 @@ class CriticScorer:
     def __init__(self, critic, # a `Critic` or `VisionCritic` (`load_critic` reads either from a folder)
                  batch_size:int=16, # candidates per forward pass
                  name:str|None=None, # how Best-of-N records and episode ids name it (default: the critic's class)
+                 skip_prefix:str|None=None, # SWEET head: leave this leading text's tokens (e.g. the answer mark) out of the mean
                 ):
-        self.critic, self.batch_size, self.name = critic, batch_size, name or type(critic).__name__
+        self.critic, self.batch_size, self.name, self.skip_prefix = critic, batch_size, name or type(critic).__name__, skip_prefix
 
     def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str]) -> torch.Tensor:
         "Score of each candidate next action after `history`, `[N]`; higher is better."
@@ -160,7 +178,7 @@ class CriticScorer:
         if c.head == 'vision': return m.candidate_scores(task, history, candidates, self.batch_size)
         if c.head == 'sweet':
             return score_candidates(m.model, m.tokenizer, task, history, candidates, c.use_hidden_info, c.normalization,
-                                    c.template, m.ref_model, self.batch_size)
+                                    c.template, m.ref_model, self.batch_size, skip_prefix=self.skip_prefix)
         return score_with_head(m.model, m.tokenizer, task, history, candidates, c.use_hidden_info, c.template,
                                self.batch_size, probability=c.head == 'value')
 
