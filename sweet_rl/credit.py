@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from .core import Config, JsonlStore, artifact_dir, file_lock, read_jsonl, stable_id, write_jsonl
 from .data import ANSWER_MARK, dialogue_turns
 from .envs.base import human_replies
-from .models import SamplingParams
+from .models import GenerationBackend, SamplingParams
 from .evaluate import bootstrap_ci
 from .envs.clarify import ScriptedClarifier, constructed_candidates, describe_action, generate_tasks
 from .rollout import RolloutConfig, env_factory, shared_rollouts
@@ -23,7 +23,7 @@ from .rollout import RolloutConfig, env_factory, shared_rollouts
 # %% auto #0
 __all__ = ['first_turn_states', 'continuation_values', 'shared_states', 'shared_values', 'construction_order', 'pair_outcome',
            'ordered_pairs', 'label_agreement', 'score_states', 'credit_metrics', 'beat_probability',
-           'ClarifyCreditConfig', 'clarify_offline', 'clarify_heldout', 'clarify_credit_data']
+           'ClarifyCreditConfig', 'LazyBackend', 'clarify_offline', 'clarify_heldout', 'clarify_credit_data']
 
 # %% ../nbs/14b_credit.ipynb #37dd8755
 def _described(task, text:str, source:str, describe:Callable|None) -> dict:
@@ -257,11 +257,18 @@ class ClarifyCreditConfig(Config):
         return (generate_tasks(self.n_train, seed=self.data_seed, families=fams),
                 generate_tasks(self.n_test, seed=self.data_seed, split='test', families=fams))
 
+class LazyBackend(GenerationBackend):
+    "A generation backend built on its first request: a run that finds every product already made never loads the model."
+    def __init__(self, make:Callable, name:str): self.make, self.name, self.backend = make, name, None
+    def complete(self, conversations:list, params:SamplingParams|None=None) -> list:
+        if self.backend is None: self.backend = self.make()
+        return self.backend.complete(conversations, params)
+
 def _answerer(config:ClarifyCreditConfig):
-    "The model that writes answers, or the scripted knowledge (`ScriptedClarifier` that never asks)."
+    "The model that writes answers (loaded when first asked), or the scripted knowledge (`ScriptedClarifier` that never asks)."
     if config.agent == 'scripted': return ScriptedClarifier(p_ask=0.0)
     from sweet_rl.models import TransformersBackend
-    return TransformersBackend(config.agent, batch_size=config.batch_size)
+    return LazyBackend(lambda: TransformersBackend(config.agent, batch_size=config.batch_size), config.agent)
 
 def _who(config:ClarifyCreditConfig) -> dict: return {'agent': config.agent, 'env': 'clarify', 'families': config.families}
 
