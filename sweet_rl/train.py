@@ -18,7 +18,8 @@ from .models import (TransformersBackend, add_lora, causal_lm, gather_logprobs, 
                              projected_logprobs, token_logprobs)
 
 # %% auto #0
-__all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'policy_logprobs', 'trainable_state', 'ObjectiveTrainer',
+__all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'logits_projection', 'policy_logprobs', 'trainable_state',
+           'reference_placement', 'layer_classes', 'shard_reference', 'reference_logprobs', 'ObjectiveTrainer',
            'training_arguments', 'list_checkpoints', 'TimedCheckpoints', 'ProgressFile', 'write_results',
            'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights', 'Policy']
 
@@ -60,6 +61,13 @@ def _whole_head(head):
             return F.linear(hidden, w, b)
     return project
 
+def logits_projection(lm, # a transformers causal LM (unwrapped)
+                      wrapped:bool=True, # inside a DDP/FSDP/DeepSpeed wrapper (`policy_logprobs`), else `token_logprobs` on the model itself
+                     ) -> str:
+    "How training log-probs reach the vocabulary: 'chunked' (hidden states, `chunk_size` positions at a time) or 'full' (every position's logits at once)."
+    if not head_projects_hidden(lm): return 'full'  # scaled or capped logits: the model's own head on every position
+    return 'chunked' if not wrapped or 'logits_to_keep' in inspect.signature(lm.forward).parameters else 'full'
+
 def policy_logprobs(model, ids:torch.Tensor, # [B, T] token ids
                     mask:torch.Tensor, # [B, T], 1 for real tokens
                     chunk_size:int=256, # positions projected to the vocabulary at a time
@@ -67,8 +75,7 @@ def policy_logprobs(model, ids:torch.Tensor, # [B, T] token ids
     "`token_logprobs` with gradients; under a DDP/FSDP/DeepSpeed wrapper the forward runs through it, the projection still chunked."
     if not (hasattr(model, 'module') or is_sharded(model)): return token_logprobs(model, ids, mask, chunk_size)
     lm = causal_lm(unwrap_model(model))
-    # scaled or capped logits, or no `logits_to_keep`: the model's own head on every position
-    if not head_projects_hidden(lm) or 'logits_to_keep' not in inspect.signature(lm.forward).parameters:
+    if logits_projection(lm) == 'full':
         return F.pad(gather_logprobs(model(input_ids=ids, attention_mask=mask).logits[:, :-1].float(), ids[:, 1:]), (1, 0))
     hidden = []  # the backbone's final hidden states, taken inside the wrapper's forward (DDP's reducer, FSDP's root hooks)
     hook = lm.base_model.register_forward_hook(lambda module, args, out: hidden.append(out[0]))
@@ -86,13 +93,53 @@ def trainable_state(module, state:dict|None=None, # a full state dict of `module
     keep = {n for n, p in module.named_parameters() if p.requires_grad}
     return {k: v.detach().cpu().contiguous() for k, v in (module.state_dict() if state is None else state).items() if k in keep}
 
+def reference_placement(distributed_type:str, # accelerate's: 'NO', 'MULTI_GPU', 'MULTI_CPU', 'DEEPSPEED', 'FSDP', ...
+                        zero_stage:int|None=None, # DeepSpeed's ZeRO stage
+                       ) -> str:
+    "Where a separate frozen reference lives: 'sharded' over the processes like the trained model (ZeRO-3, FSDP), or a whole 'copy' in each."
+    return 'sharded' if distributed_type == 'FSDP' or (distributed_type == 'DEEPSPEED' and zero_stage == 3) else 'copy'
+
+def layer_classes(model) -> set[str]:
+    "Class names of the transformer layers inside `model` (its transformers models' `_no_split_modules`): what FSDP wraps one by one."
+    return {n for m in model.modules() for n in (getattr(m, '_no_split_modules', None) or ())}
+
+def shard_reference(ref_model, # the frozen copy of the starting weights, or None
+                    accelerator, # the Trainer's accelerator
+                   ):
+    "The frozen reference split over the processes as the trained model is (`reference_placement`): a ZeRO-3 engine without optimizer, or FSDP2 per layer."
+    kind = str(accelerator.distributed_type).split('.')[-1]
+    plugin = accelerator.state.deepspeed_plugin if kind == 'DEEPSPEED' else None
+    if ref_model is None or reference_placement(kind, plugin and plugin.zero_stage) == 'copy': return ref_model
+    if kind == 'DEEPSPEED':
+        import deepspeed
+        cfg = copy.deepcopy(plugin.deepspeed_config)
+        for k in ('optimizer', 'scheduler'): cfg.pop(k, None)  # evaluated only: no optimizer, schedule or optimizer offload
+        cfg['zero_optimization'].pop('offload_optimizer', None)
+        engine = deepspeed.initialize(model=ref_model, config=cfg)[0]
+        engine.eval()  # (returns None, not the engine)
+        return engine
+    from torch.distributed.fsdp import fully_shard
+    names = layer_classes(ref_model)
+    for m in ref_model.modules():
+        if type(m).__name__ in names: fully_shard(m)
+    fully_shard(ref_model)
+    return ref_model.eval()
+
+def reference_logprobs(model, # the model being trained (possibly wrapped)
+                       ref_model, # a separate frozen reference (possibly sharded), or None: `model` with its adapter disabled
+                       ids:torch.Tensor, mask:torch.Tensor) -> torch.Tensor:
+    "Per-token log π_ref, `[B, T]`, without gradients: through the wrapper that shards the reference (FSDP, ZeRO-3), else on the model itself."
+    with torch.no_grad(), frozen_reference(model, ref_model) as ref_lm:
+        return policy_logprobs(model if ref_model is None and is_sharded(model) else ref_lm, ids, mask)
+
 class ObjectiveTrainer(Trainer):
     "🤗 `Trainer` for our own objectives: a config, an optional frozen reference, batch statistics logged beside the loss."
     def __init__(self, *args, config, # the critic's or actor's config (its objective's hyperparameters)
                  ref_model=None, # a separate frozen reference; default: the model with its LoRA adapter disabled
                  **kwargs):
         super().__init__(*args, **kwargs)
-        self.config, self.ref_model, self._stats = config, ref_model, {}
+        self.config, self._stats = config, {}
+        self.ref_model = shard_reference(ref_model, self.accelerator)  # ZeRO-3 / FSDP: a shard per process, not a whole copy
         self.loss_is_scaled_for_ga = False  # our loss is a mean per micro-batch: divide by accumulation steps
 
     def note(self, **values):
@@ -272,7 +319,7 @@ class Policy(SavedWeights):
     "A causal LM trained as a policy (a LoRA adapter, or all weights), with generation backends on it."
     @classmethod
     def wants_reference(cls, config) -> bool:
-        "Whether full fine-tuning keeps a frozen copy of the starting weights (default: always)."
+        "Whether the method compares with the starting weights, so full fine-tuning keeps a frozen copy of them (default: always)."
         return True
 
     @classmethod
