@@ -407,6 +407,8 @@ def launch_training(what:str, # 'critic' or 'actor'
     "Train with `accelerate launch ... -m sweet_rl.launch` in a subprocess; the folder of the saved critic, actor or policy."
     import subprocess, sys
     from sweet_rl.core import write_jsonl
+    from sweet_rl.train import release_models
+    release_models(f"launch_training({what!r})")  # no critic or actor of this process on a GPU the launched ranks use (C2)
     cfg_file = _accelerate_file(accelerate_config)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     config.save(out / f'{what}_config.json')

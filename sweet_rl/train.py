@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_train.ipynb #98c33643
 from __future__ import annotations
-import copy, inspect, json, time, warnings
+import copy, gc, inspect, json, time, warnings, weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -21,7 +21,8 @@ from .models import (TransformersBackend, add_lora, causal_lm, gather_logprobs, 
 __all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'logits_projection', 'policy_logprobs', 'trainable_state',
            'reference_placement', 'layer_classes', 'shard_reference', 'reference_logprobs', 'ObjectiveTrainer',
            'training_arguments', 'list_checkpoints', 'TimedCheckpoints', 'ProgressFile', 'write_results',
-           'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights', 'Policy']
+           'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights',
+           'live_models', 'release_models', 'Policy']
 
 # %% ../nbs/09_train.ipynb #7ffe3de4
 def unwrap_model(model):
@@ -263,9 +264,15 @@ class ExampleDataset(torch.utils.data.Dataset):
     def __getitem__(self, i): return self.rows[i]
 
 # %% ../nbs/09_train.ipynb #f6844e00
+_LIVE = weakref.WeakSet()  # every critic, actor and policy made in this process and not yet freed
+
 class SavedWeights:
     "Saving and loading of a trained model: its config as JSON and its trained weights only (LoRA adapter and head, or all)."
     config_file, config_class = None, None  # set by the subclass, e.g. 'critic_config.json', CriticConfig
+    def __new__(cls, *args, **kwargs):
+        obj = super().__new__(cls)
+        _LIVE.add(obj)  # `live_models` finds it while anything refers to it
+        return obj
     def __init__(self, model, tokenizer, config, ref_model=None):
         self.model, self.tokenizer, self.config, self.ref_model = model, tokenizer, config, ref_model
         self.saved_path = None  # the folder it was last saved to or loaded from (what a run records as its output)
@@ -313,6 +320,22 @@ class SavedWeights:
         if cls.config_class.load(path / cls.config_file).to_dict() != config.to_dict():
             raise ValueError(f"{path} holds a {cls.__name__} trained with another config; use a new out_dir or resume=False")
         return cls.load(path, device)
+def live_models() -> list:
+    "The critics, actors and policies (`SavedWeights`) this process still holds, after a garbage collection."
+    gc.collect()
+    return list(_LIVE)
+
+def release_models(stage:str='a launched stage', # what is about to start, named in the error
+                  ):
+    """Before `accelerate launch` processes train on this machine's GPUs: refuse while this process holds a critic, actor
+    or policy (its weights would stay on GPU 0 beside rank 0), then hand the freed blocks of PyTorch's caching allocator back."""
+    held = live_models()
+    if held:
+        names = ', '.join(f"a {type(m).__name__} on {m.device}" if hasattr(m, 'model') else f"a {type(m).__name__}" for m in held)
+        raise RuntimeError(f"{stage}: this process still holds {names}; delete every reference to it (`del ...`) before "
+                           "the launch and load what the launch trains afterwards: the launched processes need its GPU memory")
+    if torch.cuda.is_available(): torch.cuda.empty_cache()
+
 
 # %% ../nbs/09_train.ipynb #e967e258
 class Policy(SavedWeights):
