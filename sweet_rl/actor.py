@@ -52,7 +52,7 @@ class ActorConfig(Config):
     max_length:int|None=None # training skips (and reports) longer pairs or conversations (None: no limit; release: 8192)
     gradient_checkpointing:bool=False # recompute activations in the backward pass (long dialogues on large models)
     save_steps:int=50
-    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time (one process; None: save_steps only)
+    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time, by process 0's clock (None: save_steps only)
     save_total_limit:int=2
     logging_steps:int=1
     seed:int=0

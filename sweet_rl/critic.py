@@ -274,7 +274,7 @@ class CriticConfig(Config):
     weight_decay:float=0.0
     max_length:int|None=4096 # training skips (and reports) examples whose critic input is longer (None: no limit; release: 8192)
     save_steps:int=50
-    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time (one process; None: save_steps only)
+    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time, by process 0's clock (None: save_steps only)
     save_total_limit:int=2
     logging_steps:int=1
     seed:int=0

@@ -431,6 +431,8 @@ def train_actor_configs(params:dict, # the parameters of `nbs/train_actor.ipynb`
     from sweet_rl.actor import ActorConfig
     p, shared = params, dict(seed=params['seed'], max_length=params['max_length'] or None,
                              gradient_checkpointing=params['gradient_checkpointing'])
+    if p['accelerate']:  # launched: one ZeRO-3 checkpoint of an 8B model holds ~105 GiB, so the critic checkpoints as the actor does
+        shared.update(save_steps=p['save_steps'], save_total_limit=1)  # (and by wall time, `save_minutes`), the last one kept
     out = {'actor': ActorConfig.from_params(p, **shared)}  # the parameters named as its fields
     if p['method'] == 'sweet' and not p['critic_dir']:
         out['critic'] = CriticConfig.from_params(p, prefix='critic_', **shared)  # critic_lr -> lr, ...

@@ -190,7 +190,7 @@ def list_checkpoints(folder:Path) -> list[Path]:
     return sorted(folder.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[-1])) if folder.is_dir() else []
 
 class TimedCheckpoints(TrainerCallback):
-    "Also checkpoint after the first step that ends `minutes` or more after the last checkpoint (or the start of training)."
+    "Also checkpoint after the first step that ends `minutes` or more after the last checkpoint (or the start of training), by process 0's clock."
     def __init__(self, minutes:float|None, # None: step-count checkpoints (`save_steps`) only
                  clock=time.monotonic):
         if minutes is not None and not minutes > 0: raise ValueError(f"save_minutes must be positive or None, got {minutes!r}")
@@ -198,8 +198,13 @@ class TimedCheckpoints(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs): self.last = self.clock()
     def on_save(self, args, state, control, **kwargs): self.last = self.clock()
     def on_step_end(self, args, state, control, **kwargs):
-        # one process only: several processes must agree on when to save (a collective under ZeRO-3 / FSDP), and their clocks need not
-        if self.seconds is not None and args.world_size == 1 and self.clock() - self.last >= self.seconds: control.should_save = True
+        if self.seconds is None: return control
+        due = self.clock() - self.last >= self.seconds
+        if args.world_size > 1:  # a save is a collective under ZeRO-3 / FSDP: every process follows process 0's clock
+            flag = torch.tensor([int(due)], device=args.device)
+            torch.distributed.broadcast(flag, 0)
+            due = bool(flag.item())
+        if due: control.should_save = True
         return control
 
 class ProgressFile(TrainerCallback):
