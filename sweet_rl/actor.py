@@ -52,7 +52,7 @@ class ActorConfig(Config):
     max_length:int|None=None # training skips (and reports) longer pairs or conversations (None: no limit; release: 8192)
     gradient_checkpointing:bool=False # recompute activations in the backward pass (long dialogues on large models)
     save_steps:int=50
-    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time (one process; None: save_steps only)
+    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time, by process 0's clock (None: save_steps only)
     save_total_limit:int=2
     logging_steps:int=1
     seed:int=0
@@ -286,12 +286,16 @@ def pair_margins(model, tokenizer, rows:Sequence[dict], # per-turn rows (`sweet_
 # %% ../nbs/13_actor.ipynb #75fee79c
 class Actor(Policy):
     "The offline actor: a policy (`build`, `backend`, `initial_policy` from `Policy`) that full fine-tuning pairs with a frozen reference."
+    @classmethod
+    def wants_reference(cls, config:ActorConfig) -> bool:
+        "Whether the method compares with the starting policy: the two DPO methods do; RFT (plain NLL) keeps no copy."
+        return config.method != 'rft'
 
     def next_round(self) -> 'Actor':
         "Make the trained policy the starting point of another round: fold the adapter in and add a fresh one."
         c = self.config
         if c.lora: self.model = add_lora(self.model.merge_and_unload(), c.lora_r, c.lora_alpha, c.lora_targets).eval()
-        else: self.ref_model = copy.deepcopy(self.model).requires_grad_(False).eval()
+        elif self.wants_reference(c): self.ref_model = copy.deepcopy(self.model).requires_grad_(False).eval()
         return self
 
     config_file, config_class = 'actor_config.json', ActorConfig  # `build` and `load` read it, `save` writes it

@@ -18,7 +18,7 @@ from .data import as_record, detect_kind, dialogue_turns
 from .models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, load_model,
                              per_turn, token_logprobs)
 from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, list_checkpoints,
-                            example_lengths, frozen_reference, is_sharded, policy_logprobs, training_arguments,
+                            example_lengths, frozen_reference, policy_logprobs, reference_logprobs, training_arguments,
                             within_length, write_results)
 
 # %% auto #0
@@ -274,7 +274,7 @@ class CriticConfig(Config):
     weight_decay:float=0.0
     max_length:int|None=4096 # training skips (and reports) examples whose critic input is longer (None: no limit; release: 8192)
     save_steps:int=50
-    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time (one process; None: save_steps only)
+    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time, by process 0's clock (None: save_steps only)
     save_total_limit:int=2
     logging_steps:int=1
     seed:int=0
@@ -359,8 +359,7 @@ def pair_loss(trainer:ObjectiveTrainer, # the running trainer: its tokenizer, fr
     "Eq. 2 on a batch of pairs, from log-ratios against the frozen reference over agent tokens (`none`: Multi-Turn DPO)."
     ids, mask, turn, B = _pair_batch(inputs, trainer.processing_class.pad_token_id)
     pol = policy_logprobs(model, ids, mask)
-    with torch.no_grad(), frozen_reference(model, trainer.ref_model) as ref_lm:  # FSDP: through the sharded root too
-        ref = policy_logprobs(model, ids, mask) if is_sharded(model) and trainer.ref_model is None else token_logprobs(ref_lm, ids, mask)
+    ref = reference_logprobs(model, trainer.ref_model, ids, mask)  # through the wrapper that shards it (ZeRO-3, FSDP)
     out = critic_loss(pol[:B], ref[:B], turn[:B], pol[B:], ref[B:], turn[B:], beta, nll_coef, normalization)
     trainer.note(bt=out.bt.item(), nll=out.nll.item(), accuracy=out.accuracy.item(),
            margin=(out.chosen_scores - out.rejected_scores).mean().item())
@@ -422,6 +421,10 @@ class TrajectoryScoring:
 
 class Critic(TrajectoryScoring, SavedWeights):
     "A text critic of any head: scores the turns of whole trajectories; saves and loads (`sweet_rl.scorers` scores candidate actions)."
+    @classmethod
+    def wants_reference(cls, config:CriticConfig) -> bool:
+        "Whether the critic compares with its starting weights (Eq. 3's π_ref: the SWEET head); the scalar heads need none."
+        return config.head == 'sweet'
 
     @classmethod
     def build(cls, config:CriticConfig|None=None, device:str|None=None) -> 'Critic':
@@ -434,7 +437,7 @@ class Critic(TrajectoryScoring, SavedWeights):
         backbone, tok = load_model(cfg.model, dtype=cfg.dtype, device=device)
         ref = None
         if cfg.lora: backbone = add_lora(backbone, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
-        elif cfg.head == 'sweet':  # full fine-tuning: a frozen copy is the reference
+        elif cls.wants_reference(cfg):  # full fine-tuning: a frozen copy is the reference (the trainer shards it under ZeRO-3 / FSDP)
             ref = copy.deepcopy(backbone).requires_grad_(False).eval()
         model = backbone
         if cfg.head != 'sweet':

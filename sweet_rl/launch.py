@@ -15,9 +15,10 @@ import torch
 from .core import REPO_ROOT, atomic_write_text, read_jsonl, write_manifest
 
 # %% auto #0
-__all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'ACCELERATE_CONFIGS', 'global_batch', 'grad_accum_for', 'batch_arithmetic',
-           'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records', 'parse_args',
-           'load_config', 'run_stage', 'run_online', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts',
+__all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'ACCELERATE_CONFIGS', 'LOGIT_BYTES', 'ADAM_BYTES', 'RELEASE_MAX_LENGTH',
+           'global_batch', 'grad_accum_for', 'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info',
+           'process_device', 'read_records', 'parse_args', 'load_config', 'run_stage', 'run_online', 'main',
+           'launcher_env', 'check_accelerate_config', 'model_facts', 'training_layout', 'memory_terms',
            'estimate_memory', 'launch_plan', 'launch_training', 'train_actor_configs']
 
 # %% ../nbs/15_launch.ipynb #cc3930ca
@@ -151,7 +152,7 @@ def parse_args(argv:Sequence[str]|None=None, # arguments (default: the command l
     s.add_argument('what', choices=['critic', 'actor']); s.add_argument('--config', type=Path, required=True)
     s.add_argument('--accelerate', type=Path, help='accelerate config the run will use (default: one process)')
     s.add_argument('--data', type=Path, help='training data the run will read (checked to exist)')
-    s.add_argument('--seq-len', type=int, default=4096, help='longest training sequence, for the activation estimate')
+    s.add_argument('--seq-len', type=int, default=8192, help="tokens per sequence when the config sets no max_length (the release's 8192)")
     s.add_argument('--gpu-memory-gb', type=float, default=80.0, help='memory of one GPU')
     return p.parse_args(argv)
 
@@ -293,45 +294,82 @@ def model_facts(model:str, # preset name or model folder (only `config.json` is 
     from accelerate import init_empty_weights
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
     from sweet_rl.models import LORA_TARGETS, resolve_model_path
+    from sweet_rl.train import logits_projection
     cfg = AutoConfig.from_pretrained(resolve_model_path(model, fetch=False))
     vlm = getattr(cfg, 'vision_config', None) is not None
     with init_empty_weights(): m = (AutoModel if vlm else AutoModelForCausalLM).from_config(cfg)
+    m.tie_weights()  # on the meta device the output head is not tied yet: tied embeddings would count twice
     targets = set(lora_targets or LORA_TARGETS)
     lora = sum(lora_r * (mod.in_features + mod.out_features) for name, mod in m.named_modules()
                if isinstance(mod, torch.nn.Linear) and name.split('.')[-1] in targets)
     text = cfg.get_text_config()
     return {'parameters': sum(p.numel() for p in m.parameters()), 'lora_parameters': lora, 'vision': vlm,
-            'hidden': text.hidden_size, 'layers': text.num_hidden_layers, 'heads': text.num_attention_heads, 'vocab': text.vocab_size}
+            'hidden': text.hidden_size, 'layers': text.num_hidden_layers, 'heads': text.num_attention_heads, 'vocab': text.vocab_size,
+            'projection': None if vlm else logits_projection(m, wrapped=False), # what `token_logprobs` does on the model itself
+            'wrapped_projection': None if vlm else logits_projection(m)}  # and `policy_logprobs` under a wrapper
 
 # %% ../nbs/15_launch.ipynb #70187106
-def estimate_memory(facts:dict, # from `model_facts`
-                    full_finetuning:bool, # all weights train (else a LoRA adapter)
-                    reference:bool, # the objective compares with a frozen reference (SWEET critic, DPO)
-                    processes:int=1, sharded:bool=False, # ZeRO-3 / FSDP split weights, gradients, optimizer state
-                    weight_bytes:int=2, # 2 for bf16/fp16 weights, 4 for float32
-                    sequences:int=1, # sequences per micro-batch (pairs count twice)
-                    seq_len:int=4096,
-                    checkpointing:bool=False, # activations recomputed in the backward pass (config `gradient_checkpointing`)
-                    offload_optimizer:bool=False, # Adam's state lives in CPU memory (DeepSpeed `offload_optimizer_device`)
+LOGIT_BYTES = 12 # bytes per position and vocabulary entry at the projection's peak: three float32 [.., V] tensors (logits, log-softmax, its gradient)
+ADAM_BYTES = 8 # Adam's two float32 moments per trained weight (plus 4 of float32 master weights under mixed precision)
+RELEASE_MAX_LENGTH = 8192 # the release's `--max_len` for the critic: the plan's sequence length when a config sets no `max_length`
+
+def training_layout(what:str, # 'critic' or 'actor'
+                    config, # its `CriticConfig` / `ActorConfig`
+                    accelerate:dict, # from `check_accelerate_config` (or `{'distributed_type': 'NO', 'processes': 1}`)
+                    facts:dict, # from `model_facts`
+                    seq_len:int=RELEASE_MAX_LENGTH, # tokens per sequence when the config sets no `max_length`
                    ) -> dict:
-    "Estimated GB one GPU needs to train: weights, gradients, optimizer state, reference copy, activations, logits."
-    P, shard, GB = facts['parameters'], (processes if sharded else 1), 2 ** 30
-    trainable = P if full_finetuning else facts['lora_parameters']
-    tshard = shard if full_finetuning else 1
-    adam = 8 + (4 if weight_bytes < 4 else 0)  # two float32 moments, and float32 master weights under mixed precision
-    s, b, h, L = seq_len, sequences, facts['hidden'], facts['layers']
-    parts = {'weights': P * weight_bytes / shard, 'gradients': trainable * weight_bytes / tshard,
-             'optimizer': 0 if offload_optimizer else trainable * adam / tshard, 'reference': P * weight_bytes / shard if (reference and full_finetuning) else 0,
-             'activations': (L * 2 + 34) * s * b * h if checkpointing else L * 34 * s * b * h,
-             'logits': b * min(s, 256) * facts['vocab'] * 4 * 2}
+    "What the trainer of `config` holds on each GPU, as the training code decides it: the memory plan's inputs."
+    from sweet_rl.actor import Actor
+    from sweet_rl.critic import Critic
+    from sweet_rl.train import reference_placement
+    kind, world = accelerate['distributed_type'], accelerate['processes']
+    critic = what == 'critic'
+    wants = (Critic if critic else Actor).wants_reference(config)  # what `build` keeps a frozen copy for
+    reference = 'none' if not wants else 'adapter' if config.lora else reference_placement(kind, accelerate.get('zero_stage'))
+    if critic and config.head != 'sweet': projection = 'none'  # a scalar head on hidden states: no vocabulary projection
+    elif not critic and config.method == 'sweet': projection = 'chunked'  # TRL's DPOTrainer: its fused, chunked LM head
+    elif kind == 'NO': projection = facts['projection']  # `token_logprobs` on the model itself
+    else: projection = facts['wrapped_projection']  # `policy_logprobs` through the DDP / ZeRO-3 / FSDP wrapper
+    if critic and config.head == 'vision': sequences = config.max_sequences or 20  # turns through the model at once (C7); None: all of both trajectories
+    else: sequences = config.batch_size * (1 if (critic and config.head == 'value') or (not critic and config.method == 'rft') else 2)
+    return {'processes': world, 'sharded': reference_placement(kind, accelerate.get('zero_stage')) == 'sharded',
+            'full_finetuning': not config.lora, 'weight_bytes': 4 if config.dtype == 'float32' else 2, 'reference': reference,
+            'projection': projection, 'sequences': sequences, 'seq_len': config.max_length or seq_len,
+            'checkpointing': bool(config.gradient_checkpointing), 'offload_optimizer': bool(accelerate.get('offload_optimizer'))}
+
+def memory_terms(facts:dict, # from `model_facts`
+                 layout:dict, # from `training_layout`
+                 chunk_size:int=256, # positions `policy_logprobs` / `token_logprobs` project at a time
+                ) -> dict:
+    "Bytes one GPU holds for each term of training, and `loading`: the peak while every rank loads the whole model (and its copy) before sharding."
+    P, wb, world = facts['parameters'], layout['weight_bytes'], layout['processes']
+    shard = world if layout['sharded'] else 1
+    trainable, tshard = (P, shard) if layout['full_finetuning'] else (facts['lora_parameters'], 1)
+    adam = ADAM_BYTES + (4 if wb < 4 else 0)
+    s, b, h, L = layout['seq_len'], layout['sequences'], facts['hidden'], facts['layers']
+    # 34 s b h bytes per layer of 16-bit activations (attention by SDPA/flash); checkpointing keeps each layer's input and recomputes one layer
+    act = ((2 * L + 34) if layout['checkpointing'] else 34 * L) * s * b * h * wb / 2
+    positions = {'none': 0, 'chunked': b * min(s - 1, chunk_size), 'full': b * s}[layout['projection']]  # 'full': the model's logits, the last position's too
+    ref = {'none': 0, 'adapter': 0, 'copy': P * wb, 'sharded': P * wb / world}[layout['reference']]
+    return {'weights': P * wb / shard, 'gradients': trainable * wb / tshard, 'optimizer': 0 if layout['offload_optimizer'] else trainable * adam / tshard,
+            'reference': ref, 'activations': act, 'logits': positions * facts['vocab'] * LOGIT_BYTES,
+            'loading': P * wb * (2 if layout['reference'] in ('copy', 'sharded') else 1)}  # `zero3_init_flag: false`: whole on each GPU first
+
+def estimate_memory(facts:dict, layout:dict) -> dict:
+    "GiB one GPU needs: each term of `memory_terms`, their `total` while training, and `loading` (the whole model, before sharding)."
+    parts, GB = memory_terms(facts, layout), 2 ** 30
     out = {k: round(v / GB, 2) for k, v in parts.items()}
-    out['total'] = round(sum(parts.values()) / GB, 2)
+    out['total'] = round(sum(v for k, v in parts.items() if k != 'loading') / GB, 2)
     return out
+
 
 # %% ../nbs/15_launch.ipynb #f1f91aea
 def launch_plan(what:str, # 'critic' or 'actor'
          config, # a `CriticConfig` / `ActorConfig`, or its JSON file
-         accelerate_config=None, data=None, seq_len:int=4096, gpu_memory_gb:float=80.0) -> dict:
+         accelerate_config=None, data=None,
+         seq_len:int=RELEASE_MAX_LENGTH, # tokens per sequence when the config sets no `max_length`
+         gpu_memory_gb:float=80.0) -> dict:
     "Check a training setup without loading weights; `problems` lists what would fail or does not match the paper."
     from sweet_rl.critic import CriticConfig
     from sweet_rl.actor import ActorConfig
@@ -349,12 +387,9 @@ def launch_plan(what:str, # 'critic' or 'actor'
     try: facts = model_facts(config.model, config.lora_targets, config.lora_r)
     except (ModelAssetError, OSError, ValueError) as e: problems.append(f"model {config.model!r}: {e}"); facts = None
     if facts:
-        reference = (what == 'critic' and config.head == 'sweet') or (what == 'actor' and config.method != 'rft')
-        pairs = (what == 'critic' and config.head != 'value') or (what == 'actor' and config.method != 'rft')
-        mem = estimate_memory(facts, not config.lora, reference, world, sharded, 4 if config.dtype == 'float32' else 2,
-                              config.batch_size * (2 if pairs else 1), seq_len, config.gradient_checkpointing,
-                              bool(acc.get('offload_optimizer')))
-        out.update(parameters=facts['parameters'], vision=facts['vision'], memory_per_gpu_gb=mem)
+        layout = training_layout(what, config, acc, facts, seq_len)
+        mem = estimate_memory(facts, layout)
+        out.update(parameters=facts['parameters'], vision=facts['vision'], layout=layout, memory_per_gpu_gb=mem)
         if mem['total'] > gpu_memory_gb:
             problems.append(f"about {mem['total']} GB per GPU needed, {gpu_memory_gb} GB available: shard (ZeRO-3/FSDP) over "
                             f"more GPUs, set gradient_checkpointing, use LoRA, a smaller micro-batch or shorter sequences")
@@ -372,6 +407,8 @@ def launch_training(what:str, # 'critic' or 'actor'
     "Train with `accelerate launch ... -m sweet_rl.launch` in a subprocess; the folder of the saved critic, actor or policy."
     import subprocess, sys
     from sweet_rl.core import write_jsonl
+    from sweet_rl.train import release_models
+    release_models(f"launch_training({what!r})")  # no critic or actor of this process on a GPU the launched ranks use (C2)
     cfg_file = _accelerate_file(accelerate_config)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     config.save(out / f'{what}_config.json')
@@ -394,6 +431,8 @@ def train_actor_configs(params:dict, # the parameters of `nbs/train_actor.ipynb`
     from sweet_rl.actor import ActorConfig
     p, shared = params, dict(seed=params['seed'], max_length=params['max_length'] or None,
                              gradient_checkpointing=params['gradient_checkpointing'])
+    if p['accelerate']:  # launched: one ZeRO-3 checkpoint of an 8B model holds ~105 GiB, so the critic checkpoints as the actor does
+        shared.update(save_steps=p['save_steps'], save_total_limit=1)  # (and by wall time, `save_minutes`), the last one kept
     out = {'actor': ActorConfig.from_params(p, **shared)}  # the parameters named as its fields
     if p['method'] == 'sweet' and not p['critic_dir']:
         out['critic'] = CriticConfig.from_params(p, prefix='critic_', **shared)  # critic_lr -> lr, ...

@@ -16,8 +16,8 @@ from fastcore.basics import patch
 from .core import Config, JsonlStore, atomic_write_text, stable_id
 from .models import TransformersBackend, encode_conversations, token_logprobs, LORA_TARGETS
 from .rollout import RolloutConfig, env_factory, run_rollouts
-from .train import (ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations, frozen_reference,
-                            list_checkpoints, policy_logprobs, training_arguments, write_results)
+from .train import (ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations,
+                            list_checkpoints, policy_logprobs, reference_logprobs, training_arguments, write_results)
 
 # %% auto #0
 __all__ = ['ADVANTAGE_EPS', 'MODES', 'ENVS', 'group_normalize', 'mtgrpo_advantages', 'PolicyLoss', 'clipped_policy_loss',
@@ -402,7 +402,7 @@ def compute_loss(self:MTGRPOTrainer, model, inputs, return_outputs=False, num_it
     old = lp.detach() if batch['old_logprobs'] is None else batch['old_logprobs'].to(dev)
     ref = None
     if c.beta > 0:
-        with torch.no_grad(), frozen_reference(model, self.ref_model) as ref_lm: ref = token_logprobs(ref_lm, ids, attn)
+        ref = reference_logprobs(model, self.ref_model, ids, attn)  # through the wrapper that shards it (ZeRO-3, FSDP)
     out = clipped_policy_loss(lp, old, batch['advantages'].to(dev), mask, c.epsilon, c.beta, ref)
     self._rollout_s += batch['stats']['rollout_s']
     self.note(**batch['stats'], kl=out.kl.item(), clip_fraction=out.clip_fraction.item())

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_train.ipynb #98c33643
 from __future__ import annotations
-import copy, inspect, json, time, warnings
+import copy, gc, inspect, json, time, warnings, weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -18,9 +18,11 @@ from .models import (TransformersBackend, add_lora, causal_lm, gather_logprobs, 
                              projected_logprobs, token_logprobs)
 
 # %% auto #0
-__all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'policy_logprobs', 'trainable_state', 'ObjectiveTrainer',
+__all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'logits_projection', 'policy_logprobs', 'trainable_state',
+           'reference_placement', 'layer_classes', 'shard_reference', 'reference_logprobs', 'ObjectiveTrainer',
            'training_arguments', 'list_checkpoints', 'TimedCheckpoints', 'ProgressFile', 'write_results',
-           'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights', 'Policy']
+           'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights',
+           'live_models', 'release_models', 'Policy']
 
 # %% ../nbs/09_train.ipynb #7ffe3de4
 def unwrap_model(model):
@@ -60,6 +62,13 @@ def _whole_head(head):
             return F.linear(hidden, w, b)
     return project
 
+def logits_projection(lm, # a transformers causal LM (unwrapped)
+                      wrapped:bool=True, # inside a DDP/FSDP/DeepSpeed wrapper (`policy_logprobs`), else `token_logprobs` on the model itself
+                     ) -> str:
+    "How training log-probs reach the vocabulary: 'chunked' (hidden states, `chunk_size` positions at a time) or 'full' (every position's logits at once)."
+    if not head_projects_hidden(lm): return 'full'  # scaled or capped logits: the model's own head on every position
+    return 'chunked' if not wrapped or 'logits_to_keep' in inspect.signature(lm.forward).parameters else 'full'
+
 def policy_logprobs(model, ids:torch.Tensor, # [B, T] token ids
                     mask:torch.Tensor, # [B, T], 1 for real tokens
                     chunk_size:int=256, # positions projected to the vocabulary at a time
@@ -67,8 +76,7 @@ def policy_logprobs(model, ids:torch.Tensor, # [B, T] token ids
     "`token_logprobs` with gradients; under a DDP/FSDP/DeepSpeed wrapper the forward runs through it, the projection still chunked."
     if not (hasattr(model, 'module') or is_sharded(model)): return token_logprobs(model, ids, mask, chunk_size)
     lm = causal_lm(unwrap_model(model))
-    # scaled or capped logits, or no `logits_to_keep`: the model's own head on every position
-    if not head_projects_hidden(lm) or 'logits_to_keep' not in inspect.signature(lm.forward).parameters:
+    if logits_projection(lm) == 'full':
         return F.pad(gather_logprobs(model(input_ids=ids, attention_mask=mask).logits[:, :-1].float(), ids[:, 1:]), (1, 0))
     hidden = []  # the backbone's final hidden states, taken inside the wrapper's forward (DDP's reducer, FSDP's root hooks)
     hook = lm.base_model.register_forward_hook(lambda module, args, out: hidden.append(out[0]))
@@ -86,13 +94,53 @@ def trainable_state(module, state:dict|None=None, # a full state dict of `module
     keep = {n for n, p in module.named_parameters() if p.requires_grad}
     return {k: v.detach().cpu().contiguous() for k, v in (module.state_dict() if state is None else state).items() if k in keep}
 
+def reference_placement(distributed_type:str, # accelerate's: 'NO', 'MULTI_GPU', 'MULTI_CPU', 'DEEPSPEED', 'FSDP', ...
+                        zero_stage:int|None=None, # DeepSpeed's ZeRO stage
+                       ) -> str:
+    "Where a separate frozen reference lives: 'sharded' over the processes like the trained model (ZeRO-3, FSDP), or a whole 'copy' in each."
+    return 'sharded' if distributed_type == 'FSDP' or (distributed_type == 'DEEPSPEED' and zero_stage == 3) else 'copy'
+
+def layer_classes(model) -> set[str]:
+    "Class names of the transformer layers inside `model` (its transformers models' `_no_split_modules`): what FSDP wraps one by one."
+    return {n for m in model.modules() for n in (getattr(m, '_no_split_modules', None) or ())}
+
+def shard_reference(ref_model, # the frozen copy of the starting weights, or None
+                    accelerator, # the Trainer's accelerator
+                   ):
+    "The frozen reference split over the processes as the trained model is (`reference_placement`): a ZeRO-3 engine without optimizer, or FSDP2 per layer."
+    kind = str(accelerator.distributed_type).split('.')[-1]
+    plugin = accelerator.state.deepspeed_plugin if kind == 'DEEPSPEED' else None
+    if ref_model is None or reference_placement(kind, plugin and plugin.zero_stage) == 'copy': return ref_model
+    if kind == 'DEEPSPEED':
+        import deepspeed
+        cfg = copy.deepcopy(plugin.deepspeed_config)
+        for k in ('optimizer', 'scheduler'): cfg.pop(k, None)  # evaluated only: no optimizer, schedule or optimizer offload
+        cfg['zero_optimization'].pop('offload_optimizer', None)
+        engine = deepspeed.initialize(model=ref_model, config=cfg)[0]
+        engine.eval()  # (returns None, not the engine)
+        return engine
+    from torch.distributed.fsdp import fully_shard
+    names = layer_classes(ref_model)
+    for m in ref_model.modules():
+        if type(m).__name__ in names: fully_shard(m)
+    fully_shard(ref_model)
+    return ref_model.eval()
+
+def reference_logprobs(model, # the model being trained (possibly wrapped)
+                       ref_model, # a separate frozen reference (possibly sharded), or None: `model` with its adapter disabled
+                       ids:torch.Tensor, mask:torch.Tensor) -> torch.Tensor:
+    "Per-token log π_ref, `[B, T]`, without gradients: through the wrapper that shards the reference (FSDP, ZeRO-3), else on the model itself."
+    with torch.no_grad(), frozen_reference(model, ref_model) as ref_lm:
+        return policy_logprobs(model if ref_model is None and is_sharded(model) else ref_lm, ids, mask)
+
 class ObjectiveTrainer(Trainer):
     "🤗 `Trainer` for our own objectives: a config, an optional frozen reference, batch statistics logged beside the loss."
     def __init__(self, *args, config, # the critic's or actor's config (its objective's hyperparameters)
                  ref_model=None, # a separate frozen reference; default: the model with its LoRA adapter disabled
                  **kwargs):
         super().__init__(*args, **kwargs)
-        self.config, self.ref_model, self._stats = config, ref_model, {}
+        self.config, self._stats = config, {}
+        self.ref_model = shard_reference(ref_model, self.accelerator)  # ZeRO-3 / FSDP: a shard per process, not a whole copy
         self.loss_is_scaled_for_ga = False  # our loss is a mean per micro-batch: divide by accumulation steps
 
     def note(self, **values):
@@ -142,7 +190,7 @@ def list_checkpoints(folder:Path) -> list[Path]:
     return sorted(folder.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[-1])) if folder.is_dir() else []
 
 class TimedCheckpoints(TrainerCallback):
-    "Also checkpoint after the first step that ends `minutes` or more after the last checkpoint (or the start of training)."
+    "Also checkpoint after the first step that ends `minutes` or more after the last checkpoint (or the start of training), by process 0's clock."
     def __init__(self, minutes:float|None, # None: step-count checkpoints (`save_steps`) only
                  clock=time.monotonic):
         if minutes is not None and not minutes > 0: raise ValueError(f"save_minutes must be positive or None, got {minutes!r}")
@@ -150,8 +198,13 @@ class TimedCheckpoints(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs): self.last = self.clock()
     def on_save(self, args, state, control, **kwargs): self.last = self.clock()
     def on_step_end(self, args, state, control, **kwargs):
-        # one process only: several processes must agree on when to save (a collective under ZeRO-3 / FSDP), and their clocks need not
-        if self.seconds is not None and args.world_size == 1 and self.clock() - self.last >= self.seconds: control.should_save = True
+        if self.seconds is None: return control
+        due = self.clock() - self.last >= self.seconds
+        if args.world_size > 1:  # a save is a collective under ZeRO-3 / FSDP: every process follows process 0's clock
+            flag = torch.tensor([int(due)], device=args.device)
+            torch.distributed.broadcast(flag, 0)
+            due = bool(flag.item())
+        if due: control.should_save = True
         return control
 
 class ProgressFile(TrainerCallback):
@@ -216,9 +269,15 @@ class ExampleDataset(torch.utils.data.Dataset):
     def __getitem__(self, i): return self.rows[i]
 
 # %% ../nbs/09_train.ipynb #f6844e00
+_LIVE = weakref.WeakSet()  # every critic, actor and policy made in this process and not yet freed
+
 class SavedWeights:
     "Saving and loading of a trained model: its config as JSON and its trained weights only (LoRA adapter and head, or all)."
     config_file, config_class = None, None  # set by the subclass, e.g. 'critic_config.json', CriticConfig
+    def __new__(cls, *args, **kwargs):
+        obj = super().__new__(cls)
+        _LIVE.add(obj)  # `live_models` finds it while anything refers to it
+        return obj
     def __init__(self, model, tokenizer, config, ref_model=None):
         self.model, self.tokenizer, self.config, self.ref_model = model, tokenizer, config, ref_model
         self.saved_path = None  # the folder it was last saved to or loaded from (what a run records as its output)
@@ -266,13 +325,29 @@ class SavedWeights:
         if cls.config_class.load(path / cls.config_file).to_dict() != config.to_dict():
             raise ValueError(f"{path} holds a {cls.__name__} trained with another config; use a new out_dir or resume=False")
         return cls.load(path, device)
+def live_models() -> list:
+    "The critics, actors and policies (`SavedWeights`) this process still holds, after a garbage collection."
+    gc.collect()
+    return list(_LIVE)
+
+def release_models(stage:str='a launched stage', # what is about to start, named in the error
+                  ):
+    """Before `accelerate launch` processes train on this machine's GPUs: refuse while this process holds a critic, actor
+    or policy (its weights would stay on GPU 0 beside rank 0), then hand the freed blocks of PyTorch's caching allocator back."""
+    held = live_models()
+    if held:
+        names = ', '.join(f"a {type(m).__name__} on {m.device}" if hasattr(m, 'model') else f"a {type(m).__name__}" for m in held)
+        raise RuntimeError(f"{stage}: this process still holds {names}; delete every reference to it (`del ...`) before "
+                           "the launch and load what the launch trains afterwards: the launched processes need its GPU memory")
+    if torch.cuda.is_available(): torch.cuda.empty_cache()
+
 
 # %% ../nbs/09_train.ipynb #e967e258
 class Policy(SavedWeights):
     "A causal LM trained as a policy (a LoRA adapter, or all weights), with generation backends on it."
     @classmethod
     def wants_reference(cls, config) -> bool:
-        "Whether full fine-tuning keeps a frozen copy of the starting weights (default: always)."
+        "Whether the method compares with the starting weights, so full fine-tuning keeps a frozen copy of them (default: always)."
         return True
 
     @classmethod

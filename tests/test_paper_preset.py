@@ -20,7 +20,16 @@ def test_paper_preset_dry_run_plans_every_training(paper_cluster):
     assert by_method[('actor', 'rft')] == 32 and by_method[('actor', 'sweet')] == 8 and by_method[('critic', 'critic')] == 8
     vision = [p for p in plans if p['what'] == 'critic' and p['vision']]
     assert vision and all('Qwen2-VL-7B' in p['model'] for p in vision)  # the frontend critic of Table 2
-    assert max(p['memory_per_gpu_gb']['total'] for p in plans) < 80
+    # what the code allocates per GPU (8 GPUs, ZeRO-3, the release's 8,192 tokens): the critic's and DPO's frozen copy
+    # sharded like the trained model, log-probs projected 256 positions at a time, RFT without a reference
+    by_run = {(p['what'], p['method'], p['model'].rsplit('/', 1)[-1]): p for p in plans}
+    critic, rft = by_run[('critic', 'critic', 'Llama-3.1-8B-Instruct')], by_run[('actor', 'rft', 'Llama-3.1-8B-Instruct')]
+    assert (critic['layout']['seq_len'], critic['layout']['reference'], critic['layout']['projection']) == (8192, 'sharded', 'chunked')
+    assert (rft['layout']['reference'], rft['layout']['sequences']) == ('none', 4)
+    assert critic['memory_per_gpu_gb']['reference'] == round(critic['parameters'] * 2 / 8 / 2 ** 30, 2)  # an eighth of 15 GiB
+    # ~24 GiB for a critic or DPO pair (the audit's M1: ~64 with a whole copy and full logits), ~29 for RFT's 4 conversations (~95)
+    assert 20 < critic['memory_per_gpu_gb']['total'] < 28 and 24 < rft['memory_per_gpu_gb']['total'] < 33
+    assert all(p['memory_per_gpu_gb']['total'] < 80 for p in plans)
 
 
 def test_a_70b_actor_fits_one_node_only_with_the_optimizer_offloaded(paper_cluster):
