@@ -407,11 +407,11 @@ def _resumable(folder:Path) -> list[Path]:
 
 def _archivable(runs_dir:Path) -> list[tuple[Path, list[Path]]]:
     """Each run folder under `runs_dir` (finished: its small outputs; started: what it resumes from), each shared rollouts,
-    candidates and scores store, and each shared critic's `params.json` alone (what a critic id in a scores store stands
+    candidates, scores, credit states and credit values store, and each shared critic's `params.json` alone (what a critic id in a scores store stands
     for; without its weights a restored critic trains again), with its files to archive."""
     runs = {p.parent for pattern in ('*/*/metrics.json', '*/*/params.json') for p in runs_dir.glob(pattern)
             if p.parent.parent.name not in ('shared', 'artifacts')}
-    shared = [p for kind in ('rollouts', 'candidates', 'scores') for p in (runs_dir / 'shared' / kind).glob('*') if p.is_dir()]
+    shared = [p for kind in ('rollouts', 'candidates', 'scores', 'credit_states', 'credit_values') for p in (runs_dir / 'shared' / kind).glob('*') if p.is_dir()]
     critics = [(p.parent, [p]) for p in (runs_dir / 'shared' / 'critic').glob('*/params.json')]
     return sorted([(d, _portable(d) if (d / 'metrics.json').is_file() else _resumable(d)) for d in runs]
                   + [(d, _portable(d)) for d in shared] + critics)
