@@ -23,7 +23,8 @@ from .rollout import RolloutConfig, env_factory, shared_rollouts
 # %% auto #0
 __all__ = ['first_turn_states', 'continuation_values', 'shared_states', 'shared_values', 'construction_order', 'pair_outcome',
            'ordered_pairs', 'label_agreement', 'score_states', 'credit_metrics', 'beat_probability',
-           'ClarifyCreditConfig', 'LazyBackend', 'clarify_offline', 'clarify_heldout', 'clarify_credit_data']
+           'ClarifyCreditConfig', 'LazyBackend', 'clarify_answerer', 'clarify_offline', 'clarify_heldout',
+           'clarify_credit_data']
 
 # %% ../nbs/14b_credit.ipynb #37dd8755
 def _described(task, text:str, source:str, describe:Callable|None) -> dict:
@@ -102,7 +103,7 @@ def continuation_values(states:Sequence[dict], # from `first_turn_states`
 def shared_states(tasks:Sequence, make_env:Callable, agent, n_samples:int, constructed:Callable|None, describe:Callable|None,
                   params:SamplingParams,
                   what:dict, # names the product beyond tasks and sampling: the agent, the constructed kinds (JSON-serializable)
-                  runs_dir=None, progress:bool=True) -> tuple[list[dict], Path]:
+                  runs_dir=None) -> tuple[list[dict], Path]:
     "`first_turn_states` made once in a shared folder and read back by every run that asks for the same; returns (states, folder)."
     folder = artifact_dir('credit_states', {**what, 'tasks': stable_id([t.to_dict() for t in tasks]), 'n_tasks': len(tasks),
                                             'n_samples': n_samples, 'params': params.to_dict()}, runs_dir)
@@ -264,7 +265,7 @@ class LazyBackend(GenerationBackend):
         if self.backend is None: self.backend = self.make()
         return self.backend.complete(conversations, params)
 
-def _answerer(config:ClarifyCreditConfig):
+def clarify_answerer(config:ClarifyCreditConfig):
     "The model that writes answers (loaded when first asked), or the scripted knowledge (`ScriptedClarifier` that never asks)."
     if config.agent == 'scripted': return ScriptedClarifier(p_ask=0.0)
     from sweet_rl.models import TransformersBackend
@@ -272,23 +273,25 @@ def _answerer(config:ClarifyCreditConfig):
 
 def _who(config:ClarifyCreditConfig) -> dict: return {'agent': config.agent, 'env': 'clarify', 'families': config.families}
 
-def clarify_offline(config:ClarifyCreditConfig, answerer=None, runs_dir=None, progress:bool=True) -> tuple[list, Path]:
+def clarify_offline(config:ClarifyCreditConfig,
+                    answerer=None, # the agent that writes the answers (None: `clarify_answerer(config)`; pass one to share it with `clarify_heldout`)
+                    runs_dir=None, progress:bool=True) -> tuple[list, Path]:
     "The behaviour policy's offline episodes on the training tasks (shared, resumable); returns (records, folder)."
     train, _ = config.tasks()
     rollout = RolloutConfig(samples_per_task=config.samples_per_task, max_new_tokens=config.max_new_tokens, seed=config.data_seed,
                             batch_size=config.batch_size)
-    behaviour = ScriptedClarifier(config.p_ask, answerer=answerer or _answerer(config))
+    behaviour = ScriptedClarifier(config.p_ask, answerer=answerer or clarify_answerer(config))
     return shared_rollouts(train, env_factory('clarify'), behaviour, rollout,
                            {**_who(config), 'behaviour': f'scripted-clarifier p_ask={config.p_ask}'}, runs_dir, progress)
 
 def clarify_heldout(config:ClarifyCreditConfig, answerer=None, runs_dir=None, progress:bool=True) -> tuple[list, list, dict]:
     "Held-out first-turn states and their Monte-Carlo values (shared; the continuations resume); returns (states, values, folders)."
     _, test = config.tasks()
-    make_env, answerer = env_factory('clarify'), answerer or _answerer(config)
+    make_env, answerer = env_factory('clarify'), answerer or clarify_answerer(config)
     params = SamplingParams(max_new_tokens=config.max_new_tokens, temperature=1.0, seed=config.data_seed)
     n_samples = 0 if config.agent == 'scripted' else config.n_samples  # the scripted answer is the constructed default answer
     states, f_states = shared_states(test, make_env, answerer, n_samples, constructed_candidates, describe_action, params,
-                                     {**_who(config), 'constructed': 'clarify'}, runs_dir, progress)
+                                     {**_who(config), 'constructed': 'clarify'}, runs_dir)
     values, f_values = shared_values(states, make_env, answerer, config.n_continuations, params, _who(config), runs_dir,
                                      config.batch_size, progress)
     return states, values, {'states': f_states, 'values': f_values}
@@ -296,7 +299,7 @@ def clarify_heldout(config:ClarifyCreditConfig, answerer=None, runs_dir=None, pr
 def clarify_credit_data(config:ClarifyCreditConfig, runs_dir=None, progress:bool=True) -> dict:
     """`clarify_offline` and `clarify_heldout` with one loaded agent: `train_tasks`, `test_tasks`, `offline`, `states`,
     `values`, `label_agreement` (construction against Monte-Carlo) and the shared `folders`."""
-    answerer = _answerer(config)
+    answerer = clarify_answerer(config)
     offline, f_off = clarify_offline(config, answerer, runs_dir, progress)
     states, values, folders = clarify_heldout(config, answerer, runs_dir, progress)
     train, test = config.tasks()

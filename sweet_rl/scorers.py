@@ -170,6 +170,7 @@ class CriticScorer:
                  name:str|None=None, # how Best-of-N records and episode ids name it (default: the critic's class)
                  skip_prefix:str|None=None, # SWEET head: leave this leading text's tokens (e.g. the answer mark) out of the mean
                 ):
+        if skip_prefix and critic.config.head != 'sweet': raise ValueError(f"CriticScorer: skip_prefix needs a SWEET critic (per-token advantages), got head {critic.config.head!r}")
         self.critic, self.batch_size, self.name, self.skip_prefix = critic, batch_size, name or type(critic).__name__, skip_prefix
 
     def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str]) -> torch.Tensor:
