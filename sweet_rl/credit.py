@@ -17,12 +17,12 @@ from .data import ANSWER_MARK, dialogue_turns
 from .envs.base import human_replies
 from .models import GenerationBackend, SamplingParams
 from .evaluate import bootstrap_ci
-from .envs.clarify import ScriptedClarifier, constructed_candidates, describe_action, generate_tasks
+from .envs.clarify import BriefedAnswerer, ScriptedClarifier, constructed_candidates, describe_action, generate_tasks
 from .rollout import RolloutConfig, env_factory, shared_rollouts
 
 # %% auto #0
-__all__ = ['first_turn_states', 'continuation_values', 'shared_states', 'shared_values', 'construction_order', 'pair_outcome',
-           'ordered_pairs', 'label_agreement', 'score_states', 'credit_metrics', 'beat_probability',
+__all__ = ['BRIEFED', 'first_turn_states', 'continuation_values', 'shared_states', 'shared_values', 'construction_order',
+           'pair_outcome', 'ordered_pairs', 'label_agreement', 'score_states', 'credit_metrics', 'beat_probability',
            'ClarifyCreditConfig', 'LazyBackend', 'clarify_answerer', 'clarify_offline', 'clarify_heldout',
            'clarify_credit_data']
 
@@ -240,7 +240,7 @@ def beat_probability(a:dict, b:dict, # seed -> per-task values of scorer A / B (
 @dataclass
 class ClarifyCreditConfig(Config):
     "The data of a credit-assignment study on clarify tasks: who acts, on which tasks, and how held-out candidates are valued."
-    agent:str='qwen2.5-coder-0.5b' # writes every answer (offline data, held-out samples, continuations); 'scripted': no generation
+    agent:str='qwen2.5-coder-0.5b' # writes every answer (offline data, held-out samples, continuations) inside the dialogue; 'briefed:<model>': from a brief (`BriefedAnswerer`); 'scripted': no generation
     families:str='filter_scores,average,format_price' # clarify families, comma-separated ('' for all)
     n_train:int=120 # training tasks
     samples_per_task:int=4 # offline episodes per training task
@@ -265,11 +265,17 @@ class LazyBackend(GenerationBackend):
         if self.backend is None: self.backend = self.make()
         return self.backend.complete(conversations, params)
 
+BRIEFED = 'briefed:'  # an agent spec with this prefix answers from a brief (`BriefedAnswerer`) instead of inside the dialogue
+
 def clarify_answerer(config:ClarifyCreditConfig):
-    "The model that writes answers (loaded when first asked), or the scripted knowledge (`ScriptedClarifier` that never asks)."
+    """The model that writes answers (loaded when first asked), the same from a brief (`briefed:<model>`), or the scripted
+    knowledge (`ScriptedClarifier` that never asks)."""
     if config.agent == 'scripted': return ScriptedClarifier(p_ask=0.0)
     from sweet_rl.models import TransformersBackend
-    return LazyBackend(lambda: TransformersBackend(config.agent, batch_size=config.batch_size), config.agent)
+    model = config.agent.removeprefix(BRIEFED)
+    if not model: raise ValueError(f"ClarifyCreditConfig.agent {config.agent!r}: name the model after {BRIEFED!r}, e.g. 'briefed:qwen2.5-coder-0.5b'")
+    backend = LazyBackend(lambda: TransformersBackend(model, batch_size=config.batch_size), model)
+    return BriefedAnswerer(backend) if config.agent.startswith(BRIEFED) else backend
 
 def _who(config:ClarifyCreditConfig) -> dict: return {'agent': config.agent, 'env': 'clarify', 'families': config.families}
 

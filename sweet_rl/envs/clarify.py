@@ -17,7 +17,7 @@ from .backend import SINGLE_TURN_PROMPT, BackendEnv, BackendEnvConfig, evaluate_
 __all__ = ['CASE_WORDS', 'ORDER_WORDS', 'FAMILIES', 'UNKNOWN_REPLY', 'Slot', 'Family', 'spec_sentences', 'task_request',
            'clarify_task', 'task_spec', 'all_specs', 'generate_tasks', 'RuleHuman', 'answer_message',
            'constructed_candidates', 'info_gated_pairs', 'describe_action', 'ClarifyEnvConfig', 'ClarifyEnv',
-           'family_of', 'learned_slots', 'ScriptedClarifier', 'information_value']
+           'family_of', 'learned_slots', 'ScriptedClarifier', 'information_value', 'BriefedAnswerer']
 
 # %% ../../nbs/07e_clarify.ipynb #fdf47d57
 @dataclass(frozen=True)
@@ -241,11 +241,11 @@ FAMILIES = {f.name: f for f in [
 
 # %% ../../nbs/07e_clarify.ipynb #899feb37
 def spec_sentences(family:Family, spec:dict) -> list[str]:
-    "What the person would say about every slot of `spec`, in the family's slot order."
-    return [s.values[spec[s.name]] for s in family.slots]
+    "What the person would say about each slot `spec` sets (all of them, or some), in the family's slot order."
+    return [s.values[spec[s.name]] for s in family.slots if s.name in spec]
 
 def task_request(family:Family, spec:dict|None=None) -> str:
-    "The request shown to the agent: the purpose, then (only when `spec` is given) every slot stated, then the signature."
+    "The request shown to the agent: the purpose, then (only when `spec` is given) the slots it sets, then the signature."
     details = f" Details: {' '.join(spec_sentences(family, spec))}" if spec else ''
     return f"{family.purpose}{details}\n\n{SIGNATURE_MARKER} {family.signature}"
 
@@ -445,3 +445,22 @@ def information_value(agent, # generation backend of the agent (e.g. `Transforme
                          'tests_passed': r.tests_passed, 'success': r.success, 'tokens': c.num_tokens, 'cut': c.finish_reason == 'length',
                          'text': c.text})
     return rows
+
+# %% ../../nbs/07e_clarify.ipynb #eb8591df
+class BriefedAnswerer(GenerationBackend):
+    """Writes answers from a brief: the request restated with the slot values the person's replies gave as its
+    details (single-turn, `SINGLE_TURN_PROMPT`), so what a question learned reaches the answer; every reply is an answer."""
+    def __init__(self, model:GenerationBackend, # the agent model that writes the code
+                 template:str=SINGLE_TURN_PROMPT): # the single-turn prompt, with {problem_description}
+        self.model, self.template = model, template
+        self.name = f"briefed:{getattr(model, 'name', type(model).__name__)}"
+
+    def brief(self, conversation:Sequence[dict]) -> str:
+        "The single-turn prompt for the dialogue so far: the request with what the person's replies stated."
+        family = family_of(conversation[0]['content'])
+        known = learned_slots(family, [m['content'] for m in conversation[1:] if m['role'] == 'user'])
+        return self.template.format(problem_description=task_request(family, known or None))
+
+    def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]:
+        out = self.model.complete([[{'role': 'user', 'content': self.brief(c)}] for c in conversations], params)
+        return [c if ANSWER_MARK in c.text else Completion(f"{ANSWER_MARK}\n{c.text}", c.num_tokens, c.finish_reason) for c in out]
