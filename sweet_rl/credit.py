@@ -245,18 +245,19 @@ class ClarifyCreditConfig(Config):
     n_train:int=120 # training tasks
     samples_per_task:int=4 # offline episodes per training task
     p_ask:float=0.6 # behaviour policy: chance of asking a slot question at a turn where it may
-    n_test:int=40 # held-out tasks, one first-turn state each
+    n_test:int=40 # held-out tasks, one first-turn state each (0 with heldout='balanced': each held-out choice once)
     n_samples:int=2 # the agent's own samples among each held-out state's candidates
     n_continuations:int=4 # Monte-Carlo continuations per question candidate
     max_new_tokens:int=320 # the agent's budget per message
     batch_size:int=16 # sequences decoded together
     data_seed:int=0 # seed of the tasks, the behaviour policy and the continuations
+    heldout:str='drawn' # held-out tasks: 'drawn' from a seeded share of the choices, or 'balanced' (`balanced_test_specs`: chance is exact)
 
     def tasks(self) -> tuple[list, list]:
         "(training tasks, held-out tasks): seeded, split by choice of slots."
         fams = [f.strip() for f in self.families.split(',') if f.strip()] or None
-        return (generate_tasks(self.n_train, seed=self.data_seed, families=fams),
-                generate_tasks(self.n_test, seed=self.data_seed, split='test', families=fams))
+        return (generate_tasks(self.n_train, seed=self.data_seed, families=fams, heldout=self.heldout),
+                generate_tasks(self.n_test, seed=self.data_seed, split='test', families=fams, heldout=self.heldout))
 
 class LazyBackend(GenerationBackend):
     "A generation backend built on its first request: a run that finds every product already made never loads the model."

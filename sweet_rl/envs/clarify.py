@@ -15,9 +15,9 @@ from .backend import SINGLE_TURN_PROMPT, BackendEnv, BackendEnvConfig, evaluate_
 
 # %% auto #0
 __all__ = ['CASE_WORDS', 'ORDER_WORDS', 'FAMILIES', 'UNKNOWN_REPLY', 'Slot', 'Family', 'spec_sentences', 'task_request',
-           'clarify_task', 'task_spec', 'all_specs', 'generate_tasks', 'RuleHuman', 'answer_message',
-           'constructed_candidates', 'info_gated_pairs', 'describe_action', 'ClarifyEnvConfig', 'ClarifyEnv',
-           'family_of', 'learned_slots', 'ScriptedClarifier', 'information_value', 'BriefedAnswerer']
+           'clarify_task', 'task_spec', 'all_specs', 'balanced_test_specs', 'generate_tasks', 'RuleHuman',
+           'answer_message', 'constructed_candidates', 'info_gated_pairs', 'describe_action', 'ClarifyEnvConfig',
+           'ClarifyEnv', 'family_of', 'learned_slots', 'ScriptedClarifier', 'information_value', 'BriefedAnswerer']
 
 # %% ../../nbs/07e_clarify.ipynb #fdf47d57
 @dataclass(frozen=True)
@@ -285,6 +285,12 @@ def all_specs(family:Family, max_non_default:int=2) -> list[dict]:
 
 def _spec_key(family:Family, spec:dict) -> str: return stable_id({'family': family.name, 'slots': spec})
 
+def balanced_test_specs(family:Family) -> list[dict]:
+    """A held-out set on which every scorer that cannot read the reference is at chance exactly: the all-default choice,
+    then each slot alone off its default (its first alternative). Any fixed order of a family's slot questions wins
+    1, 1/2 and 0 of the info-gated pairs of its three one-slot tasks, so its mean is 1/2 whatever it learned."""
+    return [family.defaults()] + [{**family.defaults(), s.name: s.alternatives[0]} for s in family.slots]
+
 def generate_tasks(n:int, # tasks to draw
                    seed:int=0, # generation seed
                    split:str='train', # 'train' or 'test': which held-apart choices of slots to draw from
@@ -292,19 +298,30 @@ def generate_tasks(n:int, # tasks to draw
                    p_all_default:float=0.25, # share of tasks with every slot at its default
                    test_fraction:float=0.3, # share of each family's slot choices kept for the test split
                    stated:bool=False, # state every slot in the request (the go/no-go's informed condition)
+                   heldout:str='drawn', # 'drawn': a seeded share of the choices is held out; 'balanced': see `balanced_test_specs`
                   ) -> list[BackendTask]:
     """Seeded clarify tasks. The split is by choice of slots: each family's non-default choices are divided once
-    (seed 0, independent of `seed`) so that no choice of slots appears on both sides; the all-default choice is on both."""
+    (independent of `seed`) so that no choice of slots appears on both sides; the all-default choice is on both. With
+    `heldout='balanced'` the test side is `balanced_test_specs`, taken in order (`n=0`: each once), and the training
+    side draws from every other choice."""
     if split not in ('train', 'test'): raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    if heldout not in ('drawn', 'balanced'): raise ValueError(f"heldout must be 'drawn' or 'balanced', got {heldout!r}")
     names = list(families or FAMILIES)
     bad = [f for f in names if f not in FAMILIES]
     if bad: raise ValueError(f"unknown families {bad}; known: {list(FAMILIES)}")
+    if heldout == 'balanced' and split == 'test':
+        specs = [(FAMILIES[f], s) for f in names for s in balanced_test_specs(FAMILIES[f])]
+        n = n or len(specs)
+        return [clarify_task(fam, spec, stated, {'seed': seed, 'split': split, 'index': i, 'heldout': heldout})
+                for i, (fam, spec) in enumerate(specs[i % len(specs)] for i in range(n))]
     pools = {}
     for f in names:
         fam = FAMILIES[f]
         specs = all_specs(fam)[1:]
+        if heldout == 'balanced': pools[f] = [s for s in specs if s not in balanced_test_specs(fam)]; continue
         train, test = split_tasks([{'family': f, 'slots': s} for s in specs], test_fraction=test_fraction, seed=0)
         pools[f] = [d['slots'] for d in (train if split == 'train' else test)]
+    if n < 1: raise ValueError(f"n must be at least 1 (0 means 'each held-out choice once' only for a balanced test split), got {n}")
     rng, out = random.Random(f"clarify:{seed}:{split}"), []
     for i in range(n):
         fam = FAMILIES[names[i % len(names)]]
