@@ -4,7 +4,7 @@
 
 # %% ../nbs/14b_credit.ipynb #26c5db44
 from __future__ import annotations
-import random, statistics
+import itertools, random, statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -17,14 +17,14 @@ from .data import ANSWER_MARK, dialogue_turns
 from .envs.base import human_replies
 from .models import GenerationBackend, SamplingParams
 from .evaluate import bootstrap_ci
-from .envs.clarify import BriefedAnswerer, ScriptedClarifier, constructed_candidates, describe_action, generate_tasks
+from .envs.clarify import FAMILIES, BriefedAnswerer, ScriptedClarifier, constructed_candidates, describe_action, generate_tasks, task_spec
 from .rollout import RolloutConfig, env_factory, shared_rollouts
 
 # %% auto #0
 __all__ = ['BRIEFED', 'first_turn_states', 'continuation_values', 'shared_states', 'shared_values', 'construction_order',
            'pair_outcome', 'ordered_pairs', 'label_agreement', 'score_states', 'credit_metrics', 'beat_probability',
-           'ClarifyCreditConfig', 'LazyBackend', 'clarify_answerer', 'clarify_offline', 'clarify_heldout',
-           'clarify_credit_data']
+           'fixed_order_range', 'ClarifyCreditConfig', 'LazyBackend', 'clarify_answerer', 'clarify_offline',
+           'clarify_heldout', 'clarify_credit_data']
 
 # %% ../nbs/14b_credit.ipynb #37dd8755
 def _described(task, text:str, source:str, describe:Callable|None) -> dict:
@@ -235,6 +235,25 @@ def beat_probability(a:dict, b:dict, # seed -> per-task values of scorer A / B (
         ma, mb = statistics.fmean(x[i] for i in idx), statistics.fmean(y[i] for i in idx)
         wins += 1.0 if ma > mb else 0.5 if ma == mb else 0.0
     return wins / n_boot
+
+# %% ../nbs/14b_credit.ipynb #fd1a1e66
+def fixed_order_range(tasks:Sequence) -> tuple[float, float]|None:
+    "Lowest and highest info-gated accuracy any fixed order of each family's slot questions gets on clarify `tasks` (None: no info-gated task)."
+    offs = {}
+    for t in tasks:
+        family, spec = task_spec(t)
+        off = {s.name for s in family.slots if spec[s.name] != s.default}
+        if off and len(off) < len(family.slots): offs.setdefault(family.name, []).append(off)
+    n, lo, hi = sum(len(v) for v in offs.values()), 0.0, 0.0
+    if not n: return None
+    for name, sets in offs.items():
+        slots = [s.name for s in FAMILIES[name].slots]
+        totals = []
+        for order in itertools.permutations(slots):
+            ahead = {s: -k for k, s in enumerate(order)}
+            totals.append(sum(statistics.fmean(ahead[a] > ahead[b] for a in off for b in slots if b not in off) for off in sets))
+        lo, hi = lo + min(totals), hi + max(totals)
+    return lo / n, hi / n
 
 # %% ../nbs/14b_credit.ipynb #f08b9980
 @dataclass
