@@ -348,7 +348,7 @@ def collect_study(study:Study|str, scale:str='smoke', runs_dir=None,
     return table
 
 # %% ../nbs/16_pipeline.ipynb #ed6a05b0
-ARTIFACTS = ('table2', 'table3', 'table4', 'figure3a', 'figure3b', 'reflect', 'mtgrpo')
+ARTIFACTS = ('table2', 'table3', 'table4', 'figure3a', 'figure3b', 'reflect', 'mtgrpo', 'credit_assignment')
 # what `reproduce` runs, in this order: each artifact's study, and studies an artifact notebook reads besides its own
 # (`nbs/paper/mtgrpo.ipynb` reads mtgrpo_colbench too, which takes Table 2's SWEET critic, so it comes after table2)
 STUDIES = (*ARTIFACTS, 'mtgrpo_colbench')
