@@ -19,7 +19,7 @@ __all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'ACCELERATE_CONFIGS', 'LOGIT_BY
            'global_batch', 'grad_accum_for', 'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info',
            'process_device', 'read_records', 'parse_args', 'load_config', 'run_stage', 'run_online', 'main',
            'launcher_env', 'check_accelerate_config', 'model_facts', 'training_layout', 'memory_terms',
-           'estimate_memory', 'launch_plan', 'launch_training', 'train_actor_configs']
+           'estimate_memory', 'launch_plan', 'launch_training', 'train_actor_configs', 'generation_kind']
 
 # %% ../nbs/15_launch.ipynb #cc3930ca
 TABLE5_GLOBAL_BATCH = {'critic': 8, 'sweet': 8, 'mtdpo': 8, 'rft': 32}  # examples per optimizer step in paper Table 5
@@ -437,6 +437,13 @@ def train_actor_configs(params:dict, # the parameters of `nbs/train_actor.ipynb`
     if p['method'] == 'sweet' and not p['critic_dir']:
         out['critic'] = CriticConfig.from_params(p, prefix='critic_', **shared)  # critic_lr -> lr, ...
     return out
+
+# %% ../nbs/15_launch.ipynb #206dbb53
+def generation_kind(accelerate_config, # the notebook's `accelerate` parameter: an accelerate config file, or '' (trains in this process)
+                   ) -> str:
+    "How `nbs/train_actor.ipynb` decodes its policy (`actor.GENERATION`): with vLLM when its training is launched on GPUs (the paper scale), else in this process."
+    if not accelerate_config: return 'transformers'
+    return 'transformers' if check_accelerate_config(_accelerate_file(accelerate_config))['use_cpu'] else 'vllm'
 
 # %% ../nbs/15_launch.ipynb #837b75ba
 if __name__ == '__main__' and '__file__' in globals(): main()  # a module run, not this notebook

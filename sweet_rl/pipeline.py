@@ -255,10 +255,16 @@ def expand_study(study:Study, scale:str='smoke', scales:dict|None=None) -> list[
     return out
 
 # %% ../nbs/16_pipeline.ipynb #e4714dcf
+def _local_path(v) -> str|None:
+    "The local path a parameter names (absolute, `./`, `~`; also in a backend spec such as `vllm:/models/x`), or None."
+    if not isinstance(v, str): return None
+    kind, sep, rest = v.partition(':')
+    if sep and kind in ('transformers', 'vllm'): v = rest
+    return v if v.startswith(('/', './', '../', '~')) else None
+
 def missing_paths(params:dict) -> list[str]:
-    "Parameters whose value is a local path (absolute, `./`, `~`) that does not exist: `name=path` each."
-    local = lambda v: isinstance(v, str) and v.startswith(('/', './', '../', '~'))
-    return [f'{k}={v}' for k, v in params.items() if local(v) and not Path(v).expanduser().exists()]
+    "Parameters whose value is a local path (absolute, `./`, `~`, or in a `vllm:` spec) that does not exist: `name=path` each."
+    return [f'{k}={v}' for k, v in params.items() if (p := _local_path(v)) and not Path(p).expanduser().exists()]
 
 def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=False, progress:bool=True,
               dry_run:bool=False, # only check every run's parameters and local paths
