@@ -15,11 +15,12 @@ import torch
 from .core import REPO_ROOT, atomic_write_text, read_jsonl, write_manifest
 
 # %% auto #0
-__all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'ACCELERATE_CONFIGS', 'LOGIT_BYTES', 'ADAM_BYTES', 'RELEASE_MAX_LENGTH',
-           'global_batch', 'grad_accum_for', 'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info',
-           'process_device', 'read_records', 'parse_args', 'load_config', 'run_stage', 'run_online', 'main',
-           'launcher_env', 'check_accelerate_config', 'model_facts', 'training_layout', 'memory_terms',
-           'estimate_memory', 'launch_plan', 'launch_training', 'train_actor_configs', 'generation_kind']
+__all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'OFFLOAD_NEEDS', 'ACCELERATE_CONFIGS', 'LOGIT_BYTES', 'ADAM_BYTES',
+           'RELEASE_MAX_LENGTH', 'global_batch', 'grad_accum_for', 'batch_arithmetic', 'step_examples', 'ProcessInfo',
+           'process_info', 'process_device', 'read_records', 'parse_args', 'load_config', 'unmet_requirements',
+           'accelerate_from_env', 'check_requirements', 'run_stage', 'run_online', 'main', 'launcher_env',
+           'check_accelerate_config', 'model_facts', 'training_layout', 'memory_terms', 'estimate_memory',
+           'launch_plan', 'launch_training', 'train_actor_configs', 'generation_kind']
 
 # %% ../nbs/15_launch.ipynb #cc3930ca
 TABLE5_GLOBAL_BATCH = {'critic': 8, 'sweet': 8, 'mtdpo': 8, 'rft': 32}  # examples per optimizer step in paper Table 5
@@ -179,6 +180,49 @@ def _metrics(out:Path, **extra) -> dict:
     return {'steps': last.get('step'), 'final_loss': losses[-1] if losses else None, 'train_loss': last.get('train_loss'),
             'train_runtime_s': last.get('train_runtime'), **extra}
 
+# %% ../nbs/15_launch.ipynb #6c2ee72d
+OFFLOAD_NEEDS = ("ZeRO-Offload of the optimizer (offload_optimizer_device: cpu) needs DeepSpeed's own CPU Adam: deepspeed 0.19.8 "
+                 "refuses the Trainer's torch AdamW under offload (`zero_force_ds_cpu_optimizer`, runtime/engine.py), and sweet_rl "
+                 "configures no DeepSpeed optimizer (an `optimizer` section in a `deepspeed_config_file`, its cpu_adam op compiled on the node)")
+
+def unmet_requirements(accelerate:dict, # from `check_accelerate_config` or `accelerate_from_env`
+                       memory_gb:dict|None, # from `estimate_memory` (None: not known)
+                       gpu_memory_gb:float|None, # memory of one GPU (None: not on a GPU)
+                      ) -> list[str]:
+    "What a launch needs that sweet_rl's training does not provide: each a sentence naming the requirement (issue 46, C5)."
+    out = [OFFLOAD_NEEDS] if accelerate.get('offload_optimizer') else []
+    if memory_gb and gpu_memory_gb and memory_gb['loading'] > gpu_memory_gb:
+        out.append(f"loading needs about {memory_gb['loading']} GB per GPU, {gpu_memory_gb} GB available: every process puts the whole "
+                   f"model{' and its frozen copy' if memory_gb.get('reference') else ''} on its GPU before DeepSpeed or FSDP shards it (`zero3_init_flag: false`); this model "
+                   "needs sharded loading (ZeRO-3's zero.Init before the weights are read), which sweet_rl does not do, or GPUs that hold it whole")
+    return out
+
+def accelerate_from_env(env=None, # environment to read (default `os.environ`): what `accelerate launch` set
+                       ) -> dict:
+    "The summary `check_accelerate_config` gives of a config file, read from a launched process's environment."
+    env = os.environ if env is None else env
+    on = lambda k: env.get(k, '').lower() in ('1', 'true', 'yes')
+    world = int(env.get('WORLD_SIZE', 1))
+    kind = 'DEEPSPEED' if on('ACCELERATE_USE_DEEPSPEED') else 'FSDP' if on('ACCELERATE_USE_FSDP') else 'MULTI_GPU' if world > 1 else 'NO'
+    out = {'distributed_type': kind, 'processes': world}
+    if kind == 'DEEPSPEED':
+        out['zero_stage'] = int(env.get('ACCELERATE_DEEPSPEED_ZERO_STAGE', 2))
+        if env.get('ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE', 'none') not in ('none', ''): out['offload_optimizer'] = env['ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE']
+    return out
+
+def check_requirements(what:str, # 'critic' or 'actor'
+                       config, # its `CriticConfig` / `ActorConfig`
+                       device:str, # where this process trains (`process_device`)
+                       env=None):
+    "Refuse a launch whose needs the training code does not meet (`unmet_requirements`), before any weights load."
+    acc, mem, gpu = accelerate_from_env(env), None, None
+    if device.startswith('cuda'):  # the loading check needs the GPU's memory
+        facts = model_facts(config.model, config.lora_targets, config.lora_r)
+        mem = estimate_memory(facts, training_layout(what, config, acc, facts))
+        gpu = round(torch.cuda.get_device_properties(device).total_memory / 2 ** 30, 1)
+    if problems := unmet_requirements(acc, mem, gpu):
+        raise RuntimeError(f"{config.model}: this launch cannot train the {what}: " + '; '.join(problems))
+
 # %% ../nbs/15_launch.ipynb #de52417f
 def run_stage(args:argparse.Namespace, # from `parse_args`
        ) -> Path:
@@ -190,6 +234,7 @@ def run_stage(args:argparse.Namespace, # from `parse_args`
     device = 'cpu' if args.cpu else process_device(info)
     if device.startswith('cuda'): torch.cuda.set_device(device)
     config = load_config(CriticConfig if args.stage == 'critic' else ActorConfig, args.config)
+    check_requirements(args.stage, config, device)  # before any weights load: say what this launch needs that training lacks
     pair_config = PairConfig.load(args.pair_config) if getattr(args, 'pair_config', None) else None
     data = read_records(args.data, 'critic' if args.stage == 'critic' else config.method)
     batch = global_batch(config.batch_size, info.world_size, config.grad_accum)
@@ -393,6 +438,7 @@ def launch_plan(what:str, # 'critic' or 'actor'
         if mem['total'] > gpu_memory_gb:
             problems.append(f"about {mem['total']} GB per GPU needed, {gpu_memory_gb} GB available: shard (ZeRO-3/FSDP) over "
                             f"more GPUs, set gradient_checkpointing, use LoRA, a smaller micro-batch or shorter sequences")
+        problems += unmet_requirements(acc, mem, gpu_memory_gb)
         if what == 'critic' and config.head == 'vision' and not facts['vision']:
             problems.append(f"head 'vision' needs a vision-language model; {config.model} has no vision_config")
     return {**out, 'problems': problems}
