@@ -16,11 +16,12 @@ from .core import REPO_ROOT, atomic_write_text, read_jsonl, write_manifest
 
 # %% auto #0
 __all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'OFFLOAD_NEEDS', 'ACCELERATE_CONFIGS', 'LOGIT_BYTES', 'ADAM_BYTES',
-           'RELEASE_MAX_LENGTH', 'global_batch', 'grad_accum_for', 'batch_arithmetic', 'step_examples', 'ProcessInfo',
-           'process_info', 'process_device', 'read_records', 'parse_args', 'load_config', 'unmet_requirements',
-           'accelerate_from_env', 'check_requirements', 'run_stage', 'run_online', 'main', 'launcher_env',
-           'check_accelerate_config', 'model_facts', 'training_layout', 'memory_terms', 'estimate_memory',
-           'launch_plan', 'launch_training', 'train_actor_configs', 'generation_kind']
+           'RELEASE_MAX_LENGTH', 'TABLE5_CRITIC', 'BEST_OF_N_CRITICS', 'global_batch', 'grad_accum_for',
+           'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records',
+           'parse_args', 'load_config', 'unmet_requirements', 'accelerate_from_env', 'check_requirements', 'run_stage',
+           'run_online', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts', 'training_layout',
+           'memory_terms', 'estimate_memory', 'launch_plan', 'launch_training', 'train_actor_configs',
+           'generation_kind', 'best_of_n_critic_configs']
 
 # %% ../nbs/15_launch.ipynb #cc3930ca
 TABLE5_GLOBAL_BATCH = {'critic': 8, 'sweet': 8, 'mtdpo': 8, 'rft': 32}  # examples per optimizer step in paper Table 5
@@ -180,7 +181,7 @@ def _metrics(out:Path, **extra) -> dict:
     return {'steps': last.get('step'), 'final_loss': losses[-1] if losses else None, 'train_loss': last.get('train_loss'),
             'train_runtime_s': last.get('train_runtime'), **extra}
 
-# %% ../nbs/15_launch.ipynb #6c2ee72d
+# %% ../nbs/15_launch.ipynb #feaeba5c
 OFFLOAD_NEEDS = ("ZeRO-Offload of the optimizer (offload_optimizer_device: cpu) needs DeepSpeed's own CPU Adam: deepspeed 0.19.8 "
                  "refuses the Trainer's torch AdamW under offload (`zero_force_ds_cpu_optimizer`, runtime/engine.py), and sweet_rl "
                  "configures no DeepSpeed optimizer (an `optimizer` section in a `deepspeed_config_file`, its cpu_adam op compiled on the node)")
@@ -490,6 +491,25 @@ def generation_kind(accelerate_config, # the notebook's `accelerate` parameter: 
     "How `nbs/train_actor.ipynb` decodes its policy (`actor.GENERATION`): with vLLM when its training is launched on GPUs (the paper scale), else in this process."
     if not accelerate_config: return 'transformers'
     return 'transformers' if check_accelerate_config(_accelerate_file(accelerate_config))['use_cpu'] else 'vllm'
+
+# %% ../nbs/15_launch.ipynb #45007ac9
+TABLE5_CRITIC = dict(lora=False, dtype='auto', lr=2e-7, beta=0.1, nll_coef=0.01, epochs=4, batch_size=1, grad_accum=1, max_length=8192,
+                     gradient_checkpointing=True, save_steps=1_000_000, save_minutes=30.0, save_total_limit=1)
+# Table 5's backend critic on 8 GPUs (global batch 1 x 8 x 1), as Table 2's launched critic trains: the paper preset of
+# `nbs/train_actor.ipynb` (critic_lora, critic_lr, critic_epochs, ...; studies/scales.yaml), checkpoints by wall time
+BEST_OF_N_CRITICS = {'sweet': dict(head='sweet'), 'sweet_no_info': dict(head='sweet', use_hidden_info=False), 'value': dict(head='value')}
+
+def best_of_n_critic_configs(params:dict, # the parameters of `nbs/best_of_n.ipynb` (all of them: defaults included)
+                            ) -> dict:
+    """`{scorer: CriticConfig}` of the critics `nbs/best_of_n.ipynb` trains (those `critic_dirs` does not give): launched
+    (`accelerate`), Table 5's settings with the notebook's backbone and seed; else its own small settings, in its process."""
+    from sweet_rl.critic import CriticConfig
+    given = json.loads(params['critic_dirs']) if params['critic_dirs'] else {}
+    names = [s.strip() for s in params['scorers'].split(',') if s.strip() in BEST_OF_N_CRITICS and s.strip() not in given]
+    if params['accelerate']:
+        return {n: CriticConfig(model=params['critic_model'], seed=params['seed'], **TABLE5_CRITIC, **BEST_OF_N_CRITICS[n]) for n in names}
+    return {n: CriticConfig.from_params(params, prefix='critic_', dtype='float32', grad_accum=1, epochs=1, seed=params['seed'],
+                                        **BEST_OF_N_CRITICS[n]) for n in names}
 
 # %% ../nbs/15_launch.ipynb #837b75ba
 if __name__ == '__main__' and '__file__' in globals(): main()  # a module run, not this notebook

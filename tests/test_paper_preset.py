@@ -105,3 +105,39 @@ def test_simulator_names_match_the_documented_servers():
         asked |= set(re.findall(r"'openai:([^@']+)@\$\{SWEET_RL_[A-Z_]*SIMULATOR_URL\}'", f.read_text()))
     assert asked >= {'Llama-3.1-70B-Instruct', 'Qwen2-VL-72B-Instruct'}, asked
     assert asked <= served, f"README.md: no `vllm serve ... --served-model-name NAME` line for {sorted(asked - served)}"
+
+
+def test_figure3a_critics_train_as_table2s_critic(paper_cluster):
+    "Figure 3a's critics at the paper scale: launched stages with Table 5's settings, not the notebook process in fp32 (issue 46, C6)."
+    from sweet_rl.launch import TABLE5_CRITIC, train_actor_configs
+    from sweet_rl.pipeline import Study, check_params, expand_study, plan_training
+    plans = plan_training('figure3a', 'paper')
+    assert sorted(p['stage'] for p in plans) == ['sweet', 'sweet_no_info', 'value'] and {p['notebook'] for p in plans} == {'best_of_n'}
+    for p in plans:
+        c, layout = p['config'], p['layout']
+        assert p['what'] == 'critic' and p['processes'] == 8 and p['sharded'] and p['global_batch'] == 8 and p['problems'] == [], p
+        assert (c['lora'], c['lr'], c['epochs'], c['dtype'], c['gradient_checkpointing'], c['max_length']) == (False, 2e-7, 4, 'auto', True, 8192)
+        assert layout['checkpointing'] and layout['full_finetuning'] and layout['weight_bytes'] == 2 and c['model'].endswith('Llama-3.1-8B-Instruct')
+    assert {(p['stage'], p['config']['head'], p['config']['use_hidden_info']) for p in plans} == {
+        ('sweet', 'sweet', True), ('sweet_no_info', 'sweet', False), ('value', 'value', True)}
+    # the same settings as Table 2's launched critic (train_actor at the paper scale), field for field
+    table2 = [check_params('train_actor', p) for nb, p in expand_study(Study.load(ROOT / 'studies' / 'table2.yaml'), 'paper')
+              if nb == 'train_actor' and p.get('method') == 'sweet' and p.get('task') == 'backend'][0]
+    critic = train_actor_configs(table2)['critic'].to_dict()
+    assert {k: critic[k] for k in TABLE5_CRITIC} == TABLE5_CRITIC
+    # the small scale's critics still train in the notebook process with its own settings (shared critics keep their ids)
+    assert plan_training('figure3a', 'small') == []
+
+
+def test_best_of_n_runs_keep_their_folders(paper_cluster):
+    "The committed Best-of-N runs (made before the notebook had `accelerate`) are still found finished under their ids."
+    from sweet_rl.pipeline import check_params, is_finished
+    runs = sorted((ROOT / 'results' / 'runs' / 'best_of_n').glob('*/params.json'))
+    assert runs
+    for f in runs:
+        saved = json.loads(f.read_text())
+        assert 'accelerate' not in saved
+        full = check_params('best_of_n', {k: v for k, v in saved.items() if k != 'out_dir'})
+        from sweet_rl.core import run_dir_for
+        assert run_dir_for('best_of_n', full).name == f.parent.name
+        if (f.parent / 'metrics.json').is_file(): assert is_finished(f.parent, full)
