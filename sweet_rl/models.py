@@ -764,10 +764,15 @@ def vllm_parallel_size(model, # preset, folder or cached hub id (only its config
                        weights_share:float=0.5, # most of one GPU the weights may fill (the rest: keys and values, activations)
                       ) -> int:
     "GPUs a vLLM engine shards `model` over: the fewest of 1, 2, 4, ... whose share of its 16-bit weights fits `weights_share` of one GPU."
-    from sweet_rl.launch import model_facts
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+    cfg = AutoConfig.from_pretrained(resolve_model_path(str(model), fetch=False))
+    with init_empty_weights():  # shapes without storage: the parameter count from config.json alone
+        m = (AutoModel if getattr(cfg, 'vision_config', None) is not None else AutoModelForCausalLM).from_config(cfg)
+    m.tie_weights()  # tied embeddings count once
     gpus = torch.cuda.device_count() if gpus is None else gpus
     if gpu_bytes is None: gpu_bytes = torch.cuda.get_device_properties(0).total_memory if gpus else 0
-    need, tp = 2 * model_facts(str(model))['parameters'], 1
+    need, tp = 2 * sum(p.numel() for p in m.parameters()), 1
     while need / tp > weights_share * gpu_bytes and 2 * tp <= gpus: tp *= 2
     if need / tp > weights_share * gpu_bytes:
         raise ValueError(f"{model}: {need / 2 ** 30:.0f} GiB of 16-bit weights do not fit {weights_share:.0%} of {gpus} GPU(s) of "
