@@ -133,3 +133,30 @@ def test_the_dry_run_still_checks_a_vllm_models_folder(tmp_path):
     (tmp_path / 'here').mkdir()
     assert missing_paths({'model': f'vllm:{tmp_path}/gone', 'judge': f'vllm:{tmp_path}/here', 'simulator': 'openai:M@http://h:1/v1'}) == [
         f'model=vllm:{tmp_path}/gone']
+
+
+def test_the_paper_runs_build_these_engines(paper_cluster, fake_vllm, tiny_lm, monkeypatch):
+    "What each paper-scale run's policy decoding builds on a node of 8 GPUs of 80 GB: the model folder, dtype and GPUs of its engine."
+    import shutil
+    from sweet_rl.launch import train_actor_configs
+    from sweet_rl.pipeline import check_params
+    tmp, _ = paper_cluster
+    for name in ('Llama-3.1-8B-Instruct', 'Llama-3.1-70B-Instruct'):  # tokenizer files beside the published configs
+        for f in Path(tiny_lm).iterdir():
+            if f.name.startswith(('tokenizer', 'chat_template')): shutil.copy(f, tmp / 'models' / name / f.name)
+    monkeypatch.setattr(torch.cuda, 'device_count', lambda: 8)
+    monkeypatch.setattr(torch.cuda, 'get_device_properties', lambda i: types.SimpleNamespace(total_memory=80 * 2 ** 30))
+    monkeypatch.setattr(torch.cuda, 'is_bf16_supported', lambda *a, **k: True)
+    def engine(b):
+        assert isinstance(b, VLLMBackend)
+        return Path(b.llm.kwargs['model']).name, b.llm.kwargs['dtype'], b.llm.kwargs['tensor_parallel_size']
+    built = {('table2', 'evaluate'): {engine(make_backend(p['model'])) for p in _runs('table2', 'paper', 'evaluate')},
+             ('table4', 'evaluate'): {engine(make_backend(p['model'])) for p in _runs('table4', 'paper', 'evaluate')},
+             ('figure3a', 'best_of_n'): {engine(make_backend(p['actor'])) for p in _runs('figure3a', 'paper', 'best_of_n')}}
+    for study in ('table2', 'table4'):  # train_actor: the starting policy (SWEET's candidates), as the notebook asks for it
+        full = [check_params('train_actor', p) for p in _runs(study, 'paper', 'train_actor')]
+        built[(study, 'train_actor')] = {engine(policy_backend(train_actor_configs(p)['actor'].model, generation_kind(p['accelerate'])))
+                                         for p in full}
+    eight, seventy = ('Llama-3.1-8B-Instruct', 'bfloat16', 1), ('Llama-3.1-70B-Instruct', 'bfloat16', 4)
+    assert built == {('table2', 'evaluate'): {eight}, ('table4', 'evaluate'): {seventy}, ('figure3a', 'best_of_n'): {eight},
+                     ('table2', 'train_actor'): {eight}, ('table4', 'train_actor'): {seventy}}
