@@ -160,3 +160,11 @@ def test_the_paper_runs_build_these_engines(paper_cluster, fake_vllm, tiny_lm, m
     eight, seventy = ('Llama-3.1-8B-Instruct', 'bfloat16', 1), ('Llama-3.1-70B-Instruct', 'bfloat16', 4)
     assert built == {('table2', 'evaluate'): {eight}, ('table4', 'evaluate'): {seventy}, ('figure3a', 'best_of_n'): {eight},
                      ('table2', 'train_actor'): {eight}, ('table4', 'train_actor'): {seventy}}
+
+
+def test_vllm_scorer_asks_for_a_rank_vllm_accepts(tiny_lm, tmp_path, fake_vllm):
+    "Before: `max_lora_rank=max(r, 8)`, which vLLM refuses for r = 12 (it accepts 1, 8, 16, 32, ...: vllm/config/lora.py)."
+    from sweet_rl.critic import Critic, CriticConfig
+    from sweet_rl.scorers import VLLMScorer
+    Critic.build(CriticConfig(model=tiny_lm, lora_r=12, lora_alpha=24, dtype='float32'), 'cpu').save(tmp_path / 'critic')
+    assert VLLMScorer(tmp_path / 'critic').llm.kwargs['max_lora_rank'] == 16
