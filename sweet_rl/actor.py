@@ -14,8 +14,8 @@ from tqdm.auto import tqdm
 
 from .core import Config, JsonlStore, stable_id
 from .data import chat_message
-from .models import (LORA_TARGETS, SamplingParams, add_lora, encode_conversations, end_of_turn_ids,
-                             generation_prompt_ids)
+from .models import (LORA_TARGETS, GenerationBackend, SamplingParams, TransformersBackend, VLLMBackend, add_lora,
+                             encode_conversations, end_of_turn_ids, generation_prompt_ids, resolve_model_path, vllm_parallel_size)
 from .data import as_record
 from .train import (ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations, list_checkpoints, example_lengths,
                             policy_logprobs, training_arguments, within_length, write_results)
@@ -23,10 +23,10 @@ from .critic import PairConfig, agent_nll, is_success, make_pairs, pair_loss
 from .rollout import score_list, scorer_label
 
 # %% auto #0
-__all__ = ['METHODS', 'ActorConfig', 'CandidateConfig', 'actor_prompt', 'actor_conversation', 'offline_turns',
-           'sample_candidates', 'missing_scores', 'score_turns', 'rank_pairs', 'sweet_pairs', 'completion_ids',
-           'turn_pair_ids', 'rft_examples', 'mtdpo_examples', 'conversation_lengths', 'ActorCollator', 'ActorTrainer',
-           'pair_margins', 'Actor', 'train_actor']
+__all__ = ['METHODS', 'GENERATION', 'HF_MODEL_FILES', 'ActorConfig', 'CandidateConfig', 'actor_prompt', 'actor_conversation',
+           'offline_turns', 'sample_candidates', 'missing_scores', 'score_turns', 'rank_pairs', 'sweet_pairs',
+           'completion_ids', 'turn_pair_ids', 'rft_examples', 'mtdpo_examples', 'conversation_lengths', 'ActorCollator',
+           'ActorTrainer', 'pair_margins', 'Actor', 'train_actor', 'vllm_model_files', 'policy_backend']
 
 # %% ../nbs/13_actor.ipynb #9e3a4897
 METHODS = ('sweet', 'rft', 'mtdpo')
@@ -346,3 +346,44 @@ def train_actor(config:ActorConfig, # the policy, the method and its hyperparame
     actor.model.eval()
     write_results(trainer, actor.model, out_dir, lambda state: actor.save(done, state))
     return actor
+
+# %% ../nbs/13_actor.ipynb #1fcf0e7f
+GENERATION = ('transformers', 'vllm') # how a policy decodes: in this process, or with a vLLM engine (GPU)
+HF_MODEL_FILES = ('config.json', 'generation_config.json', 'tokenizer', 'special_tokens_map', 'chat_template', 'vocab', 'merges', 'added_tokens')
+
+def _link(src:Path, dst:Path):
+    if not dst.exists(): dst.symlink_to(src.resolve())
+
+def vllm_model_files(actor_dir, # a policy saved by `train_actor` (`actor/` of its run folder)
+                    ) -> dict:
+    "What a vLLM engine loads for a saved actor, written beside it once: `{model, lora, lora_rank}` (`lora`: a PEFT adapter folder, or None)."
+    actor_dir = Path(actor_dir)
+    cfg = ActorConfig.load(actor_dir / Actor.config_file)
+    base = resolve_model_path(cfg.model)
+    if cfg.lora:  # the base model, with the adapter in the format vLLM's LoRA loader reads
+        adapter = actor_dir / 'peft_adapter'
+        if not (adapter / 'adapter_config.json').is_file(): Actor.load(actor_dir, device='cpu').model.save_pretrained(adapter)
+        return {'model': str(base), 'lora': str(adapter), 'lora_rank': cfg.lora_r}
+    folder = actor_dir / 'hf_model'  # a model folder: the base model's config and tokenizer, the trained weights (their names are the model's own)
+    folder.mkdir(exist_ok=True)
+    for f in base.iterdir():
+        if f.is_file() and f.name.startswith(HF_MODEL_FILES): _link(f, folder / f.name)
+    _link(actor_dir / 'weights.safetensors', folder / 'model.safetensors')
+    return {'model': str(folder), 'lora': None, 'lora_rank': None}
+
+def policy_backend(policy, # an `Actor`, a folder saved by `train_actor`, or a model (preset, folder): the policy before training
+                   generation:str='transformers', # one of `GENERATION`
+                   batch_size:int=8, # transformers: conversations decoded together
+                   **vllm_kwargs, # vllm: further `VLLMBackend` arguments (default `tensor_parallel_size`: `vllm_parallel_size`)
+                  ) -> GenerationBackend:
+    "The generation backend that decodes `policy`'s candidates and evaluation episodes."
+    if generation not in GENERATION: raise ValueError(f"generation must be one of {GENERATION}, got {generation!r}")
+    saved = isinstance(policy, (str, Path)) and (Path(policy) / Actor.config_file).is_file()
+    if generation == 'transformers':
+        if isinstance(policy, Actor): return policy.backend(batch_size)
+        return Actor.load(policy).backend(batch_size) if saved else TransformersBackend(str(policy), batch_size=batch_size)
+    if isinstance(policy, Actor):  # vLLM loads weights from files: the actor's saved ones, or its starting model's when it has none yet
+        saved, policy = policy.saved_path is not None, policy.saved_path or policy.config.model
+    files = vllm_model_files(policy) if saved else {'model': str(policy), 'lora': None, 'lora_rank': None}
+    if 'tensor_parallel_size' not in vllm_kwargs: vllm_kwargs['tensor_parallel_size'] = vllm_parallel_size(files['model'])
+    return VLLMBackend(files['model'], lora=files['lora'], lora_rank=files['lora_rank'] or 16, **vllm_kwargs)

@@ -13,11 +13,11 @@ from typing import Any, Iterable, Iterator, Sequence
 from fastcore.docments import docments
 
 # %% auto #0
-__all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'LIVE_SUFFIX', 'MANIFEST_PACKAGES', 'RUN_REF', 'cache_dir', 'seed_everything',
-           'ConfigError', 'expand_env', 'Config', 'atomic_write_text', 'write_progress', 'Busy', 'file_lock',
-           'lock_holder', 'stable_id', 'best_index', 'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore',
-           'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_dir_for', 'start_run',
-           'resolve_run_output', 'output_entry', 'artifact_dir']
+__all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'LIVE_SUFFIX', 'MANIFEST_PACKAGES', 'LATER_PARAMS', 'RUN_REF', 'cache_dir',
+           'seed_everything', 'ConfigError', 'expand_env', 'Config', 'atomic_write_text', 'write_progress', 'Busy',
+           'file_lock', 'lock_holder', 'stable_id', 'best_index', 'JsonlError', 'read_jsonl', 'write_jsonl',
+           'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_identity',
+           'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry', 'artifact_dir']
 
 # %% ../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parent if '__file__' in globals() else Path('../sweet_rl').resolve()
@@ -315,12 +315,19 @@ def run_params(namespace:dict, # the notebook's globals (`globals()`), after its
     if not names: raise ValueError("no annotated parameters in this namespace (declare them as `name: type = value`)")
     return {k: namespace[k] for k in names if k not in exclude and k in namespace}
 
+LATER_PARAMS = {'best_of_n': {'accelerate': ''}} # parameters a notebook gained after runs of it were made, at their defaults
+
+def run_identity(experiment, params:dict) -> dict:
+    "The parameters that say what a run is: without `out_dir` (where), and without a `LATER_PARAMS` entry at its default, so older runs keep their folders."
+    later = LATER_PARAMS.get(Path(experiment).stem, {})
+    return {k: v for k, v in params.items() if k != 'out_dir' and not (k in later and v == later[k])}
+
 def run_dir_for(experiment, # the experiment notebook's name or path ('train_critic', 'nbs/train_critic.ipynb')
                 params:dict, # the run's parameters (`out_dir` says where, not what: it is left out)
                 runs_dir=None, # default: `runs/` of the repository (or of the working directory)
                ) -> Path:
     "Where the run of `experiment` with these parameters lives: `runs/<experiment>/<12 hex digits of the parameters>`."
-    stem, what = Path(experiment).stem, {k: v for k, v in params.items() if k != 'out_dir'}
+    stem, what = Path(experiment).stem, run_identity(experiment, params)
     return Path(runs_dir or (REPO_ROOT or Path.cwd()) / 'runs') / stem / stable_id({'notebook': stem, 'params': what})[:12]
 
 def start_run(experiment:str, # the experiment notebook's name (e.g. 'train_critic')

@@ -17,7 +17,7 @@ from .core import Config, artifact_dir, file_lock, seed_everything, stable_id
 from .data import as_record, detect_kind, dialogue_turns
 from .models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, load_model,
                              per_turn, token_logprobs)
-from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, list_checkpoints,
+from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, layer_classes, list_checkpoints,
                             example_lengths, frozen_reference, policy_logprobs, reference_logprobs, training_arguments,
                             within_length, write_results)
 
@@ -312,6 +312,8 @@ class HeadModel(torch.nn.Module):
         super().__init__()
         self.backbone, self.head = backbone, torch.nn.Linear(hidden_size, 1)
         torch.nn.init.zeros_(self.head.weight); torch.nn.init.zeros_(self.head.bias)  # starts at 0: no preference
+        # FSDP's transformer wrap policy reads the root's `_no_split_modules`: without them it shards only the root (issue 46, W5)
+        self._no_split_modules = sorted(layer_classes(backbone))
 
     def turn_values(self, input_ids, attention_mask, turn_index, num_turns:int|None=None) -> torch.Tensor:
         "Scalar of every agent turn, `[B, K]` (0 for turns without tokens)."

@@ -15,11 +15,13 @@ import torch
 from .core import REPO_ROOT, atomic_write_text, read_jsonl, write_manifest
 
 # %% auto #0
-__all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'ACCELERATE_CONFIGS', 'LOGIT_BYTES', 'ADAM_BYTES', 'RELEASE_MAX_LENGTH',
-           'global_batch', 'grad_accum_for', 'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info',
-           'process_device', 'read_records', 'parse_args', 'load_config', 'run_stage', 'run_online', 'main',
-           'launcher_env', 'check_accelerate_config', 'model_facts', 'training_layout', 'memory_terms',
-           'estimate_memory', 'launch_plan', 'launch_training', 'train_actor_configs']
+__all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'OFFLOAD_NEEDS', 'ACCELERATE_CONFIGS', 'LOGIT_BYTES', 'ADAM_BYTES',
+           'RELEASE_MAX_LENGTH', 'TABLE5_CRITIC', 'BEST_OF_N_CRITICS', 'global_batch', 'grad_accum_for',
+           'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records',
+           'parse_args', 'load_config', 'unmet_requirements', 'accelerate_from_env', 'check_requirements', 'run_stage',
+           'run_online', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts', 'training_layout',
+           'memory_terms', 'estimate_memory', 'launch_plan', 'launch_training', 'train_actor_configs',
+           'generation_kind', 'best_of_n_critic_configs']
 
 # %% ../nbs/15_launch.ipynb #cc3930ca
 TABLE5_GLOBAL_BATCH = {'critic': 8, 'sweet': 8, 'mtdpo': 8, 'rft': 32}  # examples per optimizer step in paper Table 5
@@ -179,6 +181,49 @@ def _metrics(out:Path, **extra) -> dict:
     return {'steps': last.get('step'), 'final_loss': losses[-1] if losses else None, 'train_loss': last.get('train_loss'),
             'train_runtime_s': last.get('train_runtime'), **extra}
 
+# %% ../nbs/15_launch.ipynb #feaeba5c
+OFFLOAD_NEEDS = ("ZeRO-Offload of the optimizer (offload_optimizer_device: cpu) needs DeepSpeed's own CPU Adam: deepspeed 0.19.8 "
+                 "refuses the Trainer's torch AdamW under offload (`zero_force_ds_cpu_optimizer`, runtime/engine.py), and sweet_rl "
+                 "configures no DeepSpeed optimizer (an `optimizer` section in a `deepspeed_config_file`, its cpu_adam op compiled on the node)")
+
+def unmet_requirements(accelerate:dict, # from `check_accelerate_config` or `accelerate_from_env`
+                       memory_gb:dict|None, # from `estimate_memory` (None: not known)
+                       gpu_memory_gb:float|None, # memory of one GPU (None: not on a GPU)
+                      ) -> list[str]:
+    "What a launch needs that sweet_rl's training does not provide: each a sentence naming the requirement (issue 46, C5)."
+    out = [OFFLOAD_NEEDS] if accelerate.get('offload_optimizer') else []
+    if memory_gb and gpu_memory_gb and memory_gb['loading'] > gpu_memory_gb:
+        out.append(f"loading needs about {memory_gb['loading']} GB per GPU, {gpu_memory_gb} GB available: every process puts the whole "
+                   f"model{' and its frozen copy' if memory_gb.get('reference') else ''} on its GPU before DeepSpeed or FSDP shards it (`zero3_init_flag: false`); this model "
+                   "needs sharded loading (ZeRO-3's zero.Init before the weights are read), which sweet_rl does not do, or GPUs that hold it whole")
+    return out
+
+def accelerate_from_env(env=None, # environment to read (default `os.environ`): what `accelerate launch` set
+                       ) -> dict:
+    "The summary `check_accelerate_config` gives of a config file, read from a launched process's environment."
+    env = os.environ if env is None else env
+    on = lambda k: env.get(k, '').lower() in ('1', 'true', 'yes')
+    world = int(env.get('WORLD_SIZE', 1))
+    kind = 'DEEPSPEED' if on('ACCELERATE_USE_DEEPSPEED') else 'FSDP' if on('ACCELERATE_USE_FSDP') else 'MULTI_GPU' if world > 1 else 'NO'
+    out = {'distributed_type': kind, 'processes': world}
+    if kind == 'DEEPSPEED':
+        out['zero_stage'] = int(env.get('ACCELERATE_DEEPSPEED_ZERO_STAGE', 2))
+        if env.get('ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE', 'none') not in ('none', ''): out['offload_optimizer'] = env['ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE']
+    return out
+
+def check_requirements(what:str, # 'critic' or 'actor'
+                       config, # its `CriticConfig` / `ActorConfig`
+                       device:str, # where this process trains (`process_device`)
+                       env=None):
+    "Refuse a launch whose needs the training code does not meet (`unmet_requirements`), before any weights load."
+    acc, mem, gpu = accelerate_from_env(env), None, None
+    if device.startswith('cuda'):  # the loading check needs the GPU's memory
+        facts = model_facts(config.model, config.lora_targets, config.lora_r)
+        mem = estimate_memory(facts, training_layout(what, config, acc, facts))
+        gpu = round(torch.cuda.get_device_properties(device).total_memory / 2 ** 30, 1)
+    if problems := unmet_requirements(acc, mem, gpu):
+        raise RuntimeError(f"{config.model}: this launch cannot train the {what}: " + '; '.join(problems))
+
 # %% ../nbs/15_launch.ipynb #de52417f
 def run_stage(args:argparse.Namespace, # from `parse_args`
        ) -> Path:
@@ -190,6 +235,7 @@ def run_stage(args:argparse.Namespace, # from `parse_args`
     device = 'cpu' if args.cpu else process_device(info)
     if device.startswith('cuda'): torch.cuda.set_device(device)
     config = load_config(CriticConfig if args.stage == 'critic' else ActorConfig, args.config)
+    check_requirements(args.stage, config, device)  # before any weights load: say what this launch needs that training lacks
     pair_config = PairConfig.load(args.pair_config) if getattr(args, 'pair_config', None) else None
     data = read_records(args.data, 'critic' if args.stage == 'critic' else config.method)
     batch = global_batch(config.batch_size, info.world_size, config.grad_accum)
@@ -393,6 +439,7 @@ def launch_plan(what:str, # 'critic' or 'actor'
         if mem['total'] > gpu_memory_gb:
             problems.append(f"about {mem['total']} GB per GPU needed, {gpu_memory_gb} GB available: shard (ZeRO-3/FSDP) over "
                             f"more GPUs, set gradient_checkpointing, use LoRA, a smaller micro-batch or shorter sequences")
+        problems += unmet_requirements(acc, mem, gpu_memory_gb)
         if what == 'critic' and config.head == 'vision' and not facts['vision']:
             problems.append(f"head 'vision' needs a vision-language model; {config.model} has no vision_config")
     return {**out, 'problems': problems}
@@ -437,6 +484,32 @@ def train_actor_configs(params:dict, # the parameters of `nbs/train_actor.ipynb`
     if p['method'] == 'sweet' and not p['critic_dir']:
         out['critic'] = CriticConfig.from_params(p, prefix='critic_', **shared)  # critic_lr -> lr, ...
     return out
+
+# %% ../nbs/15_launch.ipynb #206dbb53
+def generation_kind(accelerate_config, # the notebook's `accelerate` parameter: an accelerate config file, or '' (trains in this process)
+                   ) -> str:
+    "How `nbs/train_actor.ipynb` decodes its policy (`actor.GENERATION`): with vLLM when its training is launched on GPUs (the paper scale), else in this process."
+    if not accelerate_config: return 'transformers'
+    return 'transformers' if check_accelerate_config(_accelerate_file(accelerate_config))['use_cpu'] else 'vllm'
+
+# %% ../nbs/15_launch.ipynb #45007ac9
+TABLE5_CRITIC = dict(lora=False, dtype='auto', lr=2e-7, beta=0.1, nll_coef=0.01, epochs=4, batch_size=1, grad_accum=1, max_length=8192,
+                     gradient_checkpointing=True, save_steps=1_000_000, save_minutes=30.0, save_total_limit=1)
+# Table 5's backend critic on 8 GPUs (global batch 1 x 8 x 1), as Table 2's launched critic trains: the paper preset of
+# `nbs/train_actor.ipynb` (critic_lora, critic_lr, critic_epochs, ...; studies/scales.yaml), checkpoints by wall time
+BEST_OF_N_CRITICS = {'sweet': dict(head='sweet'), 'sweet_no_info': dict(head='sweet', use_hidden_info=False), 'value': dict(head='value')}
+
+def best_of_n_critic_configs(params:dict, # the parameters of `nbs/best_of_n.ipynb` (all of them: defaults included)
+                            ) -> dict:
+    """`{scorer: CriticConfig}` of the critics `nbs/best_of_n.ipynb` trains (those `critic_dirs` does not give): launched
+    (`accelerate`), Table 5's settings with the notebook's backbone and seed; else its own small settings, in its process."""
+    from sweet_rl.critic import CriticConfig
+    given = json.loads(params['critic_dirs']) if params['critic_dirs'] else {}
+    names = [s.strip() for s in params['scorers'].split(',') if s.strip() in BEST_OF_N_CRITICS and s.strip() not in given]
+    if params['accelerate']:
+        return {n: CriticConfig(model=params['critic_model'], seed=params['seed'], **TABLE5_CRITIC, **BEST_OF_N_CRITICS[n]) for n in names}
+    return {n: CriticConfig.from_params(params, prefix='critic_', dtype='float32', grad_accum=1, epochs=1, seed=params['seed'],
+                                        **BEST_OF_N_CRITICS[n]) for n in names}
 
 # %% ../nbs/15_launch.ipynb #837b75ba
 if __name__ == '__main__' and '__file__' in globals(): main()  # a module run, not this notebook

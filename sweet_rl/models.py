@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_models.ipynb #b889b4d9
 from __future__ import annotations
-import argparse, concurrent.futures, hashlib, json, logging, os, shutil, subprocess, sys, threading, time, warnings, zipfile
+import argparse, concurrent.futures, gc, hashlib, json, logging, os, shutil, subprocess, sys, threading, time, warnings, weakref, zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -19,17 +19,17 @@ from .core import Config, atomic_write_text, cache_dir, file_lock
 
 # %% auto #0
 __all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_BYTES', 'RETRY_STATUS', 'FIXED_NAME_SERVERS',
-           'BACKENDS', 'ModelPreset', 'ModelAssetError', 'assemble_gguf', 'preset_dir', 'fetch_model',
-           'cpu_supports_bf16', 'resolve_dtype', 'resolve_model_path', 'load_tokenizer', 'load_model', 'add_lora',
-           'check_conversations', 'generation_prompt_ids', 'end_of_turn_ids', 'SamplingParams', 'Completion',
-           'truncate_at_stop', 'GenerationBackend', 'kv_nbytes', 'kv_bytes_per_token', 'CachedPrefix',
+           'VLLM_LORA_RANKS', 'BACKENDS', 'ModelPreset', 'ModelAssetError', 'assemble_gguf', 'preset_dir',
+           'fetch_model', 'cpu_supports_bf16', 'resolve_dtype', 'resolve_model_path', 'load_tokenizer', 'load_model',
+           'add_lora', 'check_conversations', 'generation_prompt_ids', 'end_of_turn_ids', 'SamplingParams',
+           'Completion', 'truncate_at_stop', 'GenerationBackend', 'kv_nbytes', 'kv_bytes_per_token', 'CachedPrefix',
            'common_prefix_len', 'PrefixCache', 'next_tokens', 'prefix_cacheable', 'weights_version',
            'TransformersBackend', 'rows_to_cache', 'cache_row', 'drop_first_positions', 'GenerationError',
-           'OpenAIBackend', 'VLLMBackend', 'BackendConfig', 'parse_backend_spec', 'make_backend',
-           'assistant_char_spans', 'EncodedConversations', 'turn_index_from_offsets', 'encode_conversations',
-           'causal_lm', 'head_projects_hidden', 'gather_logprobs', 'projected_logprobs', 'unpads_by_default',
-           'token_logprobs', 'cached_logprobs', 'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn',
-           'main']
+           'OpenAIBackend', 'vllm_lora_rank', 'VLLMBackend', 'live_vllm_engines', 'vllm_parallel_size', 'BackendConfig',
+           'parse_backend_spec', 'make_backend', 'assistant_char_spans', 'EncodedConversations',
+           'turn_index_from_offsets', 'encode_conversations', 'causal_lm', 'head_projects_hidden', 'gather_logprobs',
+           'projected_logprobs', 'unpads_by_default', 'token_logprobs', 'cached_logprobs', 'ScoredConversation',
+           'score_conversations', 'TurnStats', 'per_turn', 'main']
 
 # %% ../nbs/02_models.ipynb #4661c1c3
 @dataclass(frozen=True)
@@ -305,6 +305,10 @@ class GenerationBackend:
     def chat(self, messages:list, params:SamplingParams|None=None) -> str:
         "The assistant reply to one conversation."
         return self.generate([messages], params)[0]
+    def close(self):
+        "Hand back what the backend holds outside Python's memory (a vLLM engine's GPU memory); a no-op by default."
+    def __enter__(self): return self
+    def __exit__(self, *exc): self.close()
 
 # %% ../nbs/02_models.ipynb #dc8139c9
 DEFAULT_CACHE_BYTES = 2**30 # prefix store budget, 1 GiB: 87k tokens of Qwen2.5-0.5B in bf16, 23k of SmolLM2-135M in float32
@@ -688,36 +692,92 @@ class OpenAIBackend(GenerationBackend):
         return results
 
 # %% ../nbs/02_models.ipynb #df97ec8f
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512) # the `max_lora_rank` values vLLM 0.24 accepts (vllm/config/lora.py)
+
+def vllm_lora_rank(r:int) -> int:
+    "The smallest `max_lora_rank` vLLM accepts that holds an adapter of rank `r`."
+    fit = [k for k in VLLM_LORA_RANKS if k >= r]
+    if not fit: raise ValueError(f"LoRA rank {r} is above vLLM's largest max_lora_rank, {VLLM_LORA_RANKS[-1]}")
+    return fit[0]
+
+_VLLM_LIVE = weakref.WeakSet()  # vLLM engines of this process not yet closed (`live_vllm_engines`)
+
 class VLLMBackend(GenerationBackend):
-    "In-process vLLM generation (GPU only; `vllm` is imported on first use)."
+    "In-process vLLM generation (GPU only; `vllm` is imported on first use), from the prompt tokens `TransformersBackend` runs."
     def __init__(self, model=DEFAULT_MODEL, # preset name, folder, or cached hub id
                  dtype='auto', # see `resolve_dtype`
                  seed:int=0, # engine seed (per-request seeds come from `SamplingParams.seed`)
                  gpu_memory_utilization:float=0.85, # share of GPU memory vLLM may claim
                  tensor_parallel_size:int=1, # GPUs to shard the model over
                  max_model_len:int|None=None, # context length (default: the model's)
+                 lora:str|None=None, # folder of a PEFT LoRA adapter on `model` (a LoRA policy): every request runs with it
+                 lora_rank:int=16, # that adapter's rank
                  progress:bool=False, # show vLLM's progress bar
                  **engine_kwargs, # anything else `vllm.LLM` accepts
                 ):
         try: import vllm
         except ImportError: raise ImportError("VLLMBackend needs vLLM (GPU only): pip install 'sweet_rl[gpu]'") from None
         path = str(resolve_model_path(str(model)))
-        self.tokenizer = load_tokenizer(path)
+        self.tokenizer, self.lora, self.llm = load_tokenizer(path), None, None
+        if lora is not None: engine_kwargs.update(enable_lora=True, max_lora_rank=vllm_lora_rank(lora_rank))
         self.llm = vllm.LLM(model=path, dtype=str(resolve_dtype(dtype, 'cuda')).replace('torch.', ''), seed=seed,
                             gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
                             max_model_len=max_model_len, **engine_kwargs)
+        if lora is not None:
+            from vllm.lora.request import LoRARequest
+            self.lora = LoRARequest('policy', 1, str(lora))
         self.eot_ids, self.progress = end_of_turn_ids(self.tokenizer), progress
+        _VLLM_LIVE.add(self)
 
     def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]:
-        "Generate one reply per conversation (vLLM batches internally)."
+        "Generate one reply per conversation (vLLM batches internally), each from `generation_prompt_ids` of its conversation."
         import vllm
+        from vllm.inputs import TokensPrompt
+        if self.llm is None: raise RuntimeError("this VLLMBackend is closed")
         params, convs = params or SamplingParams(), check_conversations(conversations)
         sps = [vllm.SamplingParams(max_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
                                    seed=None if params.seed is None else params.seed + i, stop=list(params.stop) or None,
                                    stop_token_ids=self.eot_ids, skip_special_tokens=True) for i in range(len(convs))]
-        outs = self.llm.chat(convs, sampling_params=sps, use_tqdm=self.progress)
+        prompts = [TokensPrompt(prompt_token_ids=generation_prompt_ids(self.tokenizer, c)) for c in convs]  # our chat template, not vLLM's rendering
+        outs = self.llm.generate(prompts, sampling_params=sps, lora_request=self.lora, use_tqdm=self.progress)
         return [Completion(o.outputs[0].text, len(o.outputs[0].token_ids),
                            'length' if o.outputs[0].finish_reason == 'length' else 'stop') for o in outs]
+
+    def close(self):
+        "Shut the engine down and hand its GPU memory back (before a launched stage trains on this GPU)."
+        llm, self.llm = self.llm, None
+        _VLLM_LIVE.discard(self)
+        if llm is None: return
+        shutdown = getattr(llm, 'shutdown', None) or getattr(getattr(getattr(llm, 'llm_engine', None), 'engine_core', None), 'shutdown', None)
+        if callable(shutdown): shutdown()
+        del llm; gc.collect()
+        if torch.cuda.is_available(): torch.cuda.empty_cache()
+
+def live_vllm_engines() -> list:
+    "The `VLLMBackend`s of this process not yet closed, after a garbage collection."
+    gc.collect()
+    return [b for b in _VLLM_LIVE if b.llm is not None]
+
+def vllm_parallel_size(model, # preset, folder or cached hub id (only its config.json is read)
+                       gpus:int|None=None, # GPUs there are (default: this machine's)
+                       gpu_bytes:int|None=None, # memory of one (default: GPU 0's)
+                       weights_share:float=0.5, # most of one GPU the weights may fill (the rest: keys and values, activations)
+                      ) -> int:
+    "GPUs a vLLM engine shards `model` over: the fewest of 1, 2, 4, ... whose share of its 16-bit weights fits `weights_share` of one GPU."
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+    cfg = AutoConfig.from_pretrained(resolve_model_path(str(model), fetch=False))
+    with init_empty_weights():  # shapes without storage: the parameter count from config.json alone
+        m = (AutoModel if getattr(cfg, 'vision_config', None) is not None else AutoModelForCausalLM).from_config(cfg)
+    m.tie_weights()  # tied embeddings count once
+    gpus = torch.cuda.device_count() if gpus is None else gpus
+    if gpu_bytes is None: gpu_bytes = torch.cuda.get_device_properties(0).total_memory if gpus else 0
+    need, tp = 2 * sum(p.numel() for p in m.parameters()), 1
+    while need / tp > weights_share * gpu_bytes and 2 * tp <= gpus: tp *= 2
+    if need / tp > weights_share * gpu_bytes:
+        raise ValueError(f"{model}: {need / 2 ** 30:.0f} GiB of 16-bit weights do not fit {weights_share:.0%} of {gpus} GPU(s) of "
+                         f"{gpu_bytes / 2 ** 30:.0f} GiB; vLLM needs more GPUs")
+    return tp
 
 # %% ../nbs/02_models.ipynb #8f9e3cba
 @dataclass
@@ -735,6 +795,7 @@ class BackendConfig(Config):
     max_retries:int=8 # openai: retries of a failed request
     backoff:float=1.0 # openai: first wait before a retry, doubling each time
     max_backoff:float=30.0 # openai: longest wait between two attempts
+    tensor_parallel_size:int=0 # vllm: GPUs to shard the model over (0: `vllm_parallel_size`, the fewest that hold it)
 
 BACKENDS = {'transformers': TransformersBackend, 'openai': OpenAIBackend, 'vllm': VLLMBackend}
 
@@ -758,7 +819,7 @@ def make_backend(spec='smollm2-135m', # spec string, `BackendConfig`, dict of it
         if not cfg.base_url: raise ValueError("an openai backend needs base_url")
         return OpenAIBackend(cfg.base_url, cfg.model, timeout=cfg.timeout, max_retries=cfg.max_retries, backoff=cfg.backoff,
                              max_backoff=cfg.max_backoff, concurrency=cfg.concurrency)
-    if cfg.kind == 'vllm': return VLLMBackend(cfg.model, dtype=cfg.dtype)
+    if cfg.kind == 'vllm': return VLLMBackend(cfg.model, dtype=cfg.dtype, tensor_parallel_size=cfg.tensor_parallel_size or vllm_parallel_size(cfg.model))
     raise ValueError(f"unknown backend kind {cfg.kind!r}; choose one of {', '.join(BACKENDS)}")
 
 # %% ../nbs/02_models.ipynb #041faae5

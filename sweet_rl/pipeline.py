@@ -13,7 +13,8 @@ from typing import Sequence
 import pandas as pd
 import yaml
 
-from .core import LIVE_SUFFIX, REPO_ROOT, RUN_REF, Busy, atomic_write_text, expand_env, file_lock, lock_holder, resolve_run_output, run_dir_for, stable_id
+from .core import (LIVE_SUFFIX, REPO_ROOT, RUN_REF, Busy, atomic_write_text, expand_env, file_lock, lock_holder, resolve_run_output,
+                           run_dir_for, run_identity, stable_id)
 from .evaluate import SITTINGS, load_run, note_sitting, run_rows, task_rows
 
 # %% auto #0
@@ -77,8 +78,8 @@ def is_finished(run_dir, full_params:dict) -> bool:
     run_dir = Path(run_dir)
     try: saved = json.loads((run_dir / 'params.json').read_text())
     except (OSError, ValueError): return False
-    drop = lambda d: {k: v for k, v in d.items() if k != 'out_dir'}
-    return (run_dir / 'metrics.json').is_file() and drop(saved) == drop(full_params)
+    nb = run_dir.parent.name  # runs/<notebook>/<id>: a parameter added later, at its default, is not a difference
+    return (run_dir / 'metrics.json').is_file() and run_identity(nb, saved) == run_identity(nb, full_params)
 
 LIB_DIRS = ('/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib')
 
@@ -255,10 +256,16 @@ def expand_study(study:Study, scale:str='smoke', scales:dict|None=None) -> list[
     return out
 
 # %% ../nbs/16_pipeline.ipynb #e4714dcf
+def _local_path(v) -> str|None:
+    "The local path a parameter names (absolute, `./`, `~`; also in a backend spec such as `vllm:/models/x`), or None."
+    if not isinstance(v, str): return None
+    kind, sep, rest = v.partition(':')
+    if sep and kind in ('transformers', 'vllm'): v = rest
+    return v if v.startswith(('/', './', '../', '~')) else None
+
 def missing_paths(params:dict) -> list[str]:
-    "Parameters whose value is a local path (absolute, `./`, `~`) that does not exist: `name=path` each."
-    local = lambda v: isinstance(v, str) and v.startswith(('/', './', '../', '~'))
-    return [f'{k}={v}' for k, v in params.items() if local(v) and not Path(v).expanduser().exists()]
+    "Parameters whose value is a local path (absolute, `./`, `~`, or in a `vllm:` spec) that does not exist: `name=path` each."
+    return [f'{k}={v}' for k, v in params.items() if (p := _local_path(v)) and not Path(p).expanduser().exists()]
 
 def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=False, progress:bool=True,
               dry_run:bool=False, # only check every run's parameters and local paths
@@ -513,15 +520,18 @@ def study_status(study:Study|str, scale:str='smoke', runs_dir=None, archive_dir=
 # %% ../nbs/16_pipeline.ipynb #0e1c0bfa
 def plan_training(study:Study|str, scale:str='paper') -> list[dict]:
     "The launch plan (`sweet_rl.launch.launch_plan`: world size, global batch, memory per GPU, problems) of every critic and actor a study trains through `accelerate`."
-    from sweet_rl.launch import launch_plan, train_actor_configs
+    from sweet_rl.launch import best_of_n_critic_configs, launch_plan, train_actor_configs
     study = study if isinstance(study, Study) else Study.load(study)
-    out, declared = [], notebook_parameters('train_actor')  # read once, not once per run
+    out, declared = [], {}
     for nb, p in expand_study(study, scale):
-        if nb != 'train_actor': continue
-        full = check_params(nb, p, declared)
+        if nb not in ('train_actor', 'best_of_n'): continue  # the notebooks that launch their training
+        full = check_params(nb, p, declared.setdefault(nb, notebook_parameters(nb)))  # each notebook's declaration read once
         if not full['accelerate']: continue
-        for what, cfg in train_actor_configs(full).items():
-            out.append({'study': study.name, 'run': run_dir_for(nb, full).name, **launch_plan(what, cfg, full['accelerate'])})
+        if nb == 'train_actor': stages = [(what, what, cfg) for what, cfg in train_actor_configs(full).items()]
+        else: stages = [('critic', scorer, cfg) for scorer, cfg in best_of_n_critic_configs(full).items()]  # Figure 3a's critics
+        for what, name, cfg in stages:
+            out.append({'study': study.name, 'run': run_dir_for(nb, full).name, 'notebook': nb, 'stage': name,
+                        'config': cfg.to_dict(), **launch_plan(what, cfg, full['accelerate'])})
     return out
 
 # %% ../nbs/16_pipeline.ipynb #f87d49b2

@@ -14,7 +14,7 @@ import torch
 from .core import stable_id
 from .data import format_dialogue
 from .models import (EncodedConversations, SamplingParams, cached_logprobs, gather_logprobs, load_model, load_tokenizer,
-                             make_backend, resolve_model_path, token_logprobs, unpads_by_default)
+                             make_backend, resolve_model_path, token_logprobs, unpads_by_default, vllm_lora_rank)
 from .train import frozen_reference
 from .critic import (Critic, CriticConfig, HeadModel, backbone_decoder, candidate_inputs, check_normalization,
                              critic_logprobs, pool_turns, ranking_normalization, training_info, turn_advantages)
@@ -325,7 +325,7 @@ class VLLMScorer:
             Critic.load(critic_dir, device='cpu').model.save_pretrained(adapter)
         path = str(resolve_model_path(cfg.model))
         self.tokenizer = load_tokenizer(path)
-        self.llm = vllm.LLM(model=path, enable_lora=True, max_lora_rank=max(cfg.lora_r, 8), seed=cfg.seed,
+        self.llm = vllm.LLM(model=path, enable_lora=True, max_lora_rank=vllm_lora_rank(cfg.lora_r), seed=cfg.seed,  # vLLM's allowed ranks
                             gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size, **engine_kwargs)
         self.lora = LoRARequest('critic', 1, str(adapter))
         self.name = f'vllm:{Path(critic_dir).resolve()}'

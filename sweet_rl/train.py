@@ -14,8 +14,8 @@ import torch.nn.functional as F
 from transformers import Trainer, TrainerCallback
 
 from .core import atomic_write_text, seed_everything, write_jsonl, write_progress
-from .models import (TransformersBackend, add_lora, causal_lm, gather_logprobs, head_projects_hidden, load_model,
-                             projected_logprobs, token_logprobs)
+from .models import (TransformersBackend, add_lora, causal_lm, gather_logprobs, head_projects_hidden, live_vllm_engines,
+                             load_model, projected_logprobs, token_logprobs)
 
 # %% auto #0
 __all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'logits_projection', 'policy_logprobs', 'trainable_state',
@@ -339,6 +339,8 @@ def release_models(stage:str='a launched stage', # what is about to start, named
         names = ', '.join(f"a {type(m).__name__} on {m.device}" if hasattr(m, 'model') else f"a {type(m).__name__}" for m in held)
         raise RuntimeError(f"{stage}: this process still holds {names}; delete every reference to it (`del ...`) before "
                            "the launch and load what the launch trains afterwards: the launched processes need its GPU memory")
+    if engines := live_vllm_engines():
+        raise RuntimeError(f"{stage}: this process still runs {len(engines)} vLLM engine(s) on its GPUs; `close()` them before the launch")
     if torch.cuda.is_available(): torch.cuda.empty_cache()
 
 

@@ -41,3 +41,18 @@ def test_a_resumed_run_checks_its_critic_against_the_stored_scores(tmp_path):
     assert check['states'] == check['same_choice'] == 2 and check['max_abs_diff'] < 1e-4, check
     assert (out / 'critics' / 'sweet' / 'critic' / 'weights.safetensors').is_file()  # it did train again
     assert again['curves'] == first['curves']
+
+
+def test_critics_train_through_accelerate_launch(tmp_path, tiny_lm):
+    """With `accelerate` (the paper scale), the critics train in `accelerate launch` processes (here 2 on the CPU) with Table 5's
+    settings before the notebook holds a model, and the notebook scores with what they saved (issue 46, C6)."""
+    from sweet_rl.launch import TABLE5_CRITIC
+    out = tmp_path / 'run'
+    metrics = _papermill(tmp_path, out, actor='scripted', data=str(ROOT / 'tests' / 'fixtures' / 'official_backend_offline.jsonl'),
+                         scorers='sweet', ns='1,2', n_tasks=2, max_turns=1, critic_steps=1, critic_model=tiny_lm,
+                         accelerate='configs/accelerate/cpu_2proc.yaml', max_new_tokens=16, simulator_max_new_tokens=16)
+    launched = json.loads((out / 'critics' / 'sweet' / 'params.json').read_text())
+    assert launched['processes'] == 2 and launched['global_batch'] == 2 and launched['stage'] == 'critic'
+    assert {k: launched['config'][k] for k in TABLE5_CRITIC} == TABLE5_CRITIC and launched['config']['model'] == tiny_lm
+    assert (out / 'critics' / 'sweet' / 'critic' / 'weights.safetensors').is_file()
+    assert set(metrics['curves']) == {'sweet'} and metrics['ns'] == [1, 2]

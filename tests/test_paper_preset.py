@@ -13,7 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_paper_preset_dry_run_plans_every_training(paper_cluster):
     out = reproduce('paper', dry_run=True)
-    assert out['problems'] == [], out['problems']
+    # only Table 4's runs (launched with the offload config; its 70B actors), each told what it needs that the training
+    # code does not do (issue 46, C5)
+    assert out['problems'] and all(p.startswith('table4/') for p in out['problems']), out['problems']
+    assert {('CPU Adam' in p, 'sharded loading' in p) for p in out['problems']} == {(True, False), (False, True)}
     plans = out['training']
     assert plans and all(p['processes'] == 8 and p['sharded'] for p in plans)
     by_method = {(p['what'], p['method']): p['global_batch'] for p in plans}
@@ -32,15 +35,34 @@ def test_paper_preset_dry_run_plans_every_training(paper_cluster):
     assert all(p['memory_per_gpu_gb']['total'] < 80 for p in plans)
 
 
-def test_a_70b_actor_fits_one_node_only_with_the_optimizer_offloaded(paper_cluster):
+def test_a_70b_actor_is_told_what_it_needs(paper_cluster):
+    "Its optimizer state fits 8 GPUs only offloaded, and the plan says what that and the loading need (issue 46, C5)."
     tmp, env = paper_cluster
     cfg = tmp / 'actor70b.json'
     cfg.write_text(json.dumps({'model': '${SWEET_RL_MODELS}/Llama-3.1-70B-Instruct', 'method': 'sweet', 'lora': False,
                                'batch_size': 1, 'grad_accum': 1, 'gradient_checkpointing': True}))
     offloaded = launch_plan('actor', cfg, ACCELERATE_CONFIGS / 'deepspeed_zero3_offload.yaml')
-    assert offloaded['problems'] == [] and offloaded['memory_per_gpu_gb']['optimizer'] == 0
+    assert offloaded['memory_per_gpu_gb']['optimizer'] == 0 and offloaded['memory_per_gpu_gb']['total'] < 80
+    # before: no problem named, yet DeepSpeed refuses the Trainer's AdamW under offload, and every rank loads 2 x 131 GiB
+    needs, loading = offloaded['problems']
+    assert 'CPU Adam' in needs and 'zero_force_ds_cpu_optimizer' in needs
+    assert f"{offloaded['memory_per_gpu_gb']['loading']} GB per GPU" in loading and 'sharded loading' in loading
     on_gpus = launch_plan('actor', cfg, ACCELERATE_CONFIGS / 'deepspeed_zero3.yaml')
-    assert len(on_gpus['problems']) == 1 and 'GB per GPU needed' in on_gpus['problems'][0]
+    assert len(on_gpus['problems']) == 2 and 'GB per GPU needed' in on_gpus['problems'][0] and 'sharded loading' in on_gpus['problems'][1]
+
+
+def test_a_launched_offload_stage_fails_before_loading_weights(tmp_path, tiny_lm, monkeypatch):
+    "What `accelerate launch --config_file configs/accelerate/deepspeed_zero3_offload.yaml` starts refuses at once, naming the need."
+    import sweet_rl.models, sweet_rl.train
+    from sweet_rl.core import write_jsonl
+    from sweet_rl.launch import launcher_env, main
+    for k, v in launcher_env(ACCELERATE_CONFIGS / 'deepspeed_zero3_offload.yaml').items(): monkeypatch.setenv(k, v)
+    def no_load(*a, **k): raise AssertionError('weights loaded before the requirement was checked')
+    monkeypatch.setattr(sweet_rl.models, 'load_model', no_load); monkeypatch.setattr(sweet_rl.train, 'load_model', no_load)
+    (tmp_path / 'actor.json').write_text(json.dumps({'model': tiny_lm, 'method': 'rft', 'lora': False}))
+    write_jsonl(tmp_path / 'rows.jsonl', [{'conversation': [{'role': 'user', 'content': 'Hi.'}, {'role': 'assistant', 'content': 'Hello.'}]}])
+    with pytest.raises(RuntimeError, match='CPU Adam'):
+        main(['actor', '--config', str(tmp_path / 'actor.json'), '--data', str(tmp_path / 'rows.jsonl'), '--out', str(tmp_path / 'run'), '--cpu'])
 
 
 def test_missing_model_folder_is_named(paper_cluster):
@@ -83,3 +105,39 @@ def test_simulator_names_match_the_documented_servers():
         asked |= set(re.findall(r"'openai:([^@']+)@\$\{SWEET_RL_[A-Z_]*SIMULATOR_URL\}'", f.read_text()))
     assert asked >= {'Llama-3.1-70B-Instruct', 'Qwen2-VL-72B-Instruct'}, asked
     assert asked <= served, f"README.md: no `vllm serve ... --served-model-name NAME` line for {sorted(asked - served)}"
+
+
+def test_figure3a_critics_train_as_table2s_critic(paper_cluster):
+    "Figure 3a's critics at the paper scale: launched stages with Table 5's settings, not the notebook process in fp32 (issue 46, C6)."
+    from sweet_rl.launch import TABLE5_CRITIC, train_actor_configs
+    from sweet_rl.pipeline import Study, check_params, expand_study, plan_training
+    plans = plan_training('figure3a', 'paper')
+    assert sorted(p['stage'] for p in plans) == ['sweet', 'sweet_no_info', 'value'] and {p['notebook'] for p in plans} == {'best_of_n'}
+    for p in plans:
+        c, layout = p['config'], p['layout']
+        assert p['what'] == 'critic' and p['processes'] == 8 and p['sharded'] and p['global_batch'] == 8 and p['problems'] == [], p
+        assert (c['lora'], c['lr'], c['epochs'], c['dtype'], c['gradient_checkpointing'], c['max_length']) == (False, 2e-7, 4, 'auto', True, 8192)
+        assert layout['checkpointing'] and layout['full_finetuning'] and layout['weight_bytes'] == 2 and c['model'].endswith('Llama-3.1-8B-Instruct')
+    assert {(p['stage'], p['config']['head'], p['config']['use_hidden_info']) for p in plans} == {
+        ('sweet', 'sweet', True), ('sweet_no_info', 'sweet', False), ('value', 'value', True)}
+    # the same settings as Table 2's launched critic (train_actor at the paper scale), field for field
+    table2 = [check_params('train_actor', p) for nb, p in expand_study(Study.load(ROOT / 'studies' / 'table2.yaml'), 'paper')
+              if nb == 'train_actor' and p.get('method') == 'sweet' and p.get('task') == 'backend'][0]
+    critic = train_actor_configs(table2)['critic'].to_dict()
+    assert {k: critic[k] for k in TABLE5_CRITIC} == TABLE5_CRITIC
+    # the small scale's critics still train in the notebook process with its own settings (shared critics keep their ids)
+    assert plan_training('figure3a', 'small') == []
+
+
+def test_best_of_n_runs_keep_their_folders(paper_cluster):
+    "The committed Best-of-N runs (made before the notebook had `accelerate`) are still found finished under their ids."
+    from sweet_rl.pipeline import check_params, is_finished
+    runs = sorted((ROOT / 'results' / 'runs' / 'best_of_n').glob('*/params.json'))
+    assert runs
+    for f in runs:
+        saved = json.loads(f.read_text())
+        assert 'accelerate' not in saved
+        full = check_params('best_of_n', {k: v for k, v in saved.items() if k != 'out_dir'})
+        from sweet_rl.core import run_dir_for
+        assert run_dir_for('best_of_n', full).name == f.parent.name
+        if (f.parent / 'metrics.json').is_file(): assert is_finished(f.parent, full)
