@@ -10,7 +10,7 @@ import argparse, dataclasses, json, time
 
 
 def main():
-    from sweet_rl.credit import ClarifyCreditConfig, clarify_heldout, clarify_offline, label_agreement
+    from sweet_rl.credit import ClarifyCreditConfig, clarify_heldout, clarify_offline, credit_metrics, label_agreement
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('part', choices=['offline', 'heldout'])
     ap.add_argument('--runs-dir', default=None, help='root of the run folders (default: runs/ of the repository)')
@@ -25,15 +25,11 @@ def main():
                           'folder': str(folder), 'wall_s': round(time.time() - t0)}))
     else:
         states, values, folders = clarify_heldout(config, runs_dir=runs_dir)
-        by_kind = {}  # mean Monte-Carlo value of each kind of candidate (questions split by whether their slot is off default)
-        for s, v in zip(states, values):
-            for c, x in zip(s['candidates'], v):
-                k = c['kind'] + (f" ({'off default' if c.get('non_default') else 'at default'})" if c['kind'] in ('ask_slot', 'ask') else '')
-                by_kind.setdefault(k, []).append(x)
+        by_kind = credit_metrics(states, values)['by_kind']  # the values' mean by kind of candidate, as a scorer's scores are summarized
         agree = label_agreement(states, values, seed=config.data_seed)
         print(json.dumps({'states': len(states), 'candidates': sum(len(s['candidates']) for s in states),
                           'label_agreement': {k: v['agreement'] for k, v in agree.items()},
-                          'value_by_kind': {k: [round(sum(x) / len(x), 3), len(x)] for k, x in sorted(by_kind.items())},
+                          'value_by_kind': {k: [round(v['mean'], 3), v['n']] for k, v in by_kind.items()},
                           'folders': {k: str(v) for k, v in folders.items()}, 'wall_s': round(time.time() - t0)}, indent=1))
 
 

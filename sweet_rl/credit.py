@@ -21,8 +21,8 @@ from .envs.clarify import FAMILIES, BriefedAnswerer, ScriptedClarifier, construc
 from .rollout import RolloutConfig, env_factory, shared_rollouts
 
 # %% auto #0
-__all__ = ['BRIEFED', 'first_turn_states', 'continuation_values', 'shared_states', 'shared_values', 'construction_order',
-           'pair_outcome', 'ordered_pairs', 'label_agreement', 'score_states', 'credit_metrics', 'beat_probability',
+__all__ = ['first_turn_states', 'continuation_values', 'shared_states', 'shared_values', 'construction_order', 'pair_outcome',
+           'ordered_pairs', 'label_agreement', 'score_states', 'credit_metrics', 'beat_probability',
            'fixed_order_range', 'ClarifyCreditConfig', 'LazyBackend', 'clarify_answerer', 'clarify_offline',
            'clarify_heldout', 'clarify_credit_data']
 
@@ -285,17 +285,16 @@ class LazyBackend(GenerationBackend):
         if self.backend is None: self.backend = self.make()
         return self.backend.complete(conversations, params)
 
-BRIEFED = 'briefed:'  # an agent spec with this prefix answers from a brief (`BriefedAnswerer`) instead of inside the dialogue
-
 def clarify_answerer(config:ClarifyCreditConfig):
     """The model that writes answers (loaded when first asked), the same from a brief (`briefed:<model>`), or the scripted
     knowledge (`ScriptedClarifier` that never asks)."""
     if config.agent == 'scripted': return ScriptedClarifier(p_ask=0.0)
     from sweet_rl.models import TransformersBackend
-    model = config.agent.removeprefix(BRIEFED)
-    if not model: raise ValueError(f"ClarifyCreditConfig.agent {config.agent!r}: name the model after {BRIEFED!r}, e.g. 'briefed:qwen2.5-coder-0.5b'")
+    briefed = config.agent.startswith(BriefedAnswerer.prefix)
+    model = config.agent.removeprefix(BriefedAnswerer.prefix)
+    if not model: raise ValueError(f"ClarifyCreditConfig.agent {config.agent!r}: name the model after {BriefedAnswerer.prefix!r}, e.g. 'briefed:qwen2.5-coder-0.5b'")
     backend = LazyBackend(lambda: TransformersBackend(model, batch_size=config.batch_size), model)
-    return BriefedAnswerer(backend) if config.agent.startswith(BRIEFED) else backend
+    return BriefedAnswerer(backend) if briefed else backend
 
 def _who(config:ClarifyCreditConfig) -> dict: return {'agent': config.agent, 'env': 'clarify', 'families': config.families}
 

@@ -311,14 +311,15 @@ def generate_tasks(n:int, # tasks to draw
     if bad: raise ValueError(f"unknown families {bad}; known: {list(FAMILIES)}")
     if heldout == 'balanced' and split == 'test':
         specs = [(FAMILIES[f], s) for f in names for s in balanced_test_specs(FAMILIES[f])]
-        n = n or len(specs)
-        return [clarify_task(fam, spec, stated, {'seed': seed, 'split': split, 'index': i, 'heldout': heldout})
-                for i, (fam, spec) in enumerate(specs[i % len(specs)] for i in range(n))]
+        return [clarify_task(*specs[i % len(specs)], stated, {'seed': seed, 'split': split, 'index': i, 'heldout': heldout})
+                for i in range(n or len(specs))]
     pools = {}
     for f in names:
         fam = FAMILIES[f]
         specs = all_specs(fam)[1:]
-        if heldout == 'balanced': pools[f] = [s for s in specs if s not in balanced_test_specs(fam)]; continue
+        if heldout == 'balanced':
+            held = balanced_test_specs(fam)
+            pools[f] = [s for s in specs if s not in held]; continue
         train, test = split_tasks([{'family': f, 'slots': s} for s in specs], test_fraction=test_fraction, seed=0)
         pools[f] = [d['slots'] for d in (train if split == 'train' else test)]
     if n < 1: raise ValueError(f"n must be at least 1 (0 means 'each held-out choice once' only for a balanced test split), got {n}")
@@ -467,10 +468,11 @@ def information_value(agent, # generation backend of the agent (e.g. `Transforme
 class BriefedAnswerer(GenerationBackend):
     """Writes answers from a brief: the request restated with the slot values the person's replies gave as its
     details (single-turn, `SINGLE_TURN_PROMPT`), so what a question learned reaches the answer; every reply is an answer."""
+    prefix = 'briefed:'  # its name: this, then the model's (`credit.clarify_answerer` reads agent specs of this form)
     def __init__(self, model:GenerationBackend, # the agent model that writes the code
                  template:str=SINGLE_TURN_PROMPT): # the single-turn prompt, with {problem_description}
         self.model, self.template = model, template
-        self.name = f"briefed:{getattr(model, 'name', type(model).__name__)}"
+        self.name = f"{self.prefix}{getattr(model, 'name', type(model).__name__)}"
 
     def brief(self, conversation:Sequence[dict]) -> str:
         "The single-turn prompt for the dialogue so far: the request with what the person's replies stated."
