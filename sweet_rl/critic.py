@@ -22,13 +22,13 @@ from .train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpo
                             within_length, write_results)
 
 # %% auto #0
-__all__ = ['NORMALIZATIONS', 'PAIR_RULES', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_INFO', 'HEADS', 'check_normalization',
-           'token_log_ratio', 'turn_advantages', 'trajectory_score', 'bt_loss', 'agent_nll', 'CriticLoss',
-           'critic_loss', 'PairConfig', 'is_success', 'make_pairs', 'training_info', 'critic_messages',
+__all__ = ['NORMALIZATIONS', 'PAIR_RULES', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_INFO', 'HEADS', 'CRITIC_LATER',
+           'check_normalization', 'token_log_ratio', 'turn_advantages', 'trajectory_score', 'bt_loss', 'agent_nll',
+           'CriticLoss', 'critic_loss', 'PairConfig', 'is_success', 'make_pairs', 'training_info', 'critic_messages',
            'encode_critic_inputs', 'critic_logprobs', 'ranking_normalization', 'candidate_inputs', 'CriticConfig',
            'backbone_decoder', 'pool_turns', 'HeadModel', 'CriticCollator', 'pair_loss', 'CriticTrainer',
            'training_examples', 'TrajectoryScoring', 'Critic', 'train_critic', 'synthetic_trajectories',
-           'shared_critic_dir', 'shared_critic']
+           'critic_identity', 'shared_critic_dir', 'shared_critic']
 
 # %% ../nbs/10_critic.ipynb #a612ea40
 NORMALIZATIONS = ('paper', 'release', 'none')
@@ -553,14 +553,21 @@ def synthetic_trajectories(n_tasks:int=16, # tasks, two trajectories each (one s
     return out
 
 # %% ../nbs/10_critic.ipynb #c1706b6d
+CRITIC_LATER = {'config': {'max_sequences': 4}, 'pairs': {'value_label': 'success'}} # fields added after critics were shared, at their defaults
+
+def critic_identity(config:CriticConfig, pair_config:PairConfig|None, max_steps:int,
+                    trajectories:str, # `stable_id` of the trajectory records
+                    n_trajectories:int) -> dict:
+    "What names a shared critic's folder: its settings less when it checkpoints, and less `CRITIC_LATER` fields at their defaults, so older critics keep their folders."
+    drop = lambda part, d: {k: v for k, v in d.items() if not (k in CRITIC_LATER[part] and v == CRITIC_LATER[part][k])}
+    kept = drop('config', {k: v for k, v in config.to_dict().items() if k != 'save_minutes'})  # when to checkpoint does not change the critic
+    return {'config': kept, 'pairs': drop('pairs', (pair_config or PairConfig()).to_dict()), 'max_steps': max_steps,
+            'trajectories': trajectories, 'n_trajectories': n_trajectories}
+
 def shared_critic_dir(config:CriticConfig, trajectories:Sequence, pair_config:PairConfig|None=None, max_steps:int=-1,
                       runs_dir=None) -> Path:
     "The shared folder of this critic (config, pairs, steps, trajectories), whether or not it is trained yet (`critic/` in it once it is)."
-    kept = {k: v for k, v in config.to_dict().items() if k != 'save_minutes'}  # when to checkpoint does not change the critic
-    pairs = (pair_config or PairConfig()).to_dict()
-    if pairs['value_label'] == 'success': del pairs['value_label']  # added later: at its default it keeps the folders made before it
-    what = {'config': kept, 'pairs': pairs, 'max_steps': max_steps,
-            'trajectories': stable_id([as_record(t) for t in trajectories]), 'n_trajectories': len(trajectories)}
+    what = critic_identity(config, pair_config, max_steps, stable_id([as_record(t) for t in trajectories]), len(trajectories))
     return artifact_dir('critic', what, runs_dir)
 
 def shared_critic(config:CriticConfig, trajectories:Sequence, pair_config:PairConfig|None=None, max_steps:int=-1,
