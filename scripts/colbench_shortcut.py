@@ -54,15 +54,20 @@ def mark_tokens(tokenizer, ids:list, text:str) -> int:
     return next(m for m in range(1, len(ids) + 1) if tokenizer.decode(ids[:m]).strip().startswith(ANSWER_MARK))
 
 
-def token_terms(trained, frozen, tokenizer, record) -> list[dict]:
+def token_terms(critic, scorer, record) -> list[dict]:
     """Per candidate of one state: its tokens' log-probs under the trained critic with the reference, the frozen model
     with it and without it, and how many leading tokens spell the answer mark."""
     from sweet_rl.critic import candidate_inputs
-    from sweet_rl.data import ANSWER_MARK
+    from sweet_rl.scorers import PrivilegedScorer
+    from sweet_rl.train import frozen_reference
     task, history, cands = record['task'], record['history'], [c if isinstance(c, str) else c['content'] for c in record['candidates']]
+    tokenizer = critic.tokenizer
     enc, k = candidate_inputs(tokenizer, task, history, cands, True)
     mark = [mark_tokens(tokenizer, enc.input_ids[i][enc.turn_index[i] == k].tolist(), t) for i, t in enumerate(cands)]
-    theta, ref_c, ref_o = (m.candidate_logprobs(task, history, cands, c) for m, c in ((trained, True), (frozen, True), (frozen, False)))
+    theta = scorer.candidate_logprobs(task, history, cands, True)
+    with frozen_reference(critic.model, critic.ref_model) as ref:  # the critic with its adapter off (or its frozen copy): pi_ref
+        frozen = PrivilegedScorer(ref, tokenizer)
+        ref_c, ref_o = frozen.candidate_logprobs(task, history, cands, True), frozen.candidate_logprobs(task, history, cands, False)
     return [{'theta': a, 'ref_c': b, 'ref_o': c, 'mark': n, 'text': t} for a, b, c, n, t in zip(theta, ref_c, ref_o, mark, cands)]
 
 
@@ -90,8 +95,7 @@ def main():
     print(f"critic ready in {time.time() - t0:.0f} s")
     if a.train_only: return
     import torch
-    from sweet_rl.core import atomic_write_text, read_jsonl, seed_everything, write_manifest, write_jsonl
-    from sweet_rl.data import ANSWER_MARK
+    from sweet_rl.core import atomic_write_text, read_jsonl, seed_everything, write_manifest
     from sweet_rl.evaluate import answer_scores, ranking_check
     from sweet_rl.scorers import PrivilegedScorer
     from tqdm.auto import tqdm
@@ -100,15 +104,14 @@ def main():
     records = [r for _, r in read_jsonl(cand_dir / 'candidates.jsonl')][:a.limit or None]
     rewards = {r['id']: r['rewards'] for _, r in read_jsonl(cand_dir / 'rewards.jsonl')}
     committed = {r['record']: r['scores'] for _, r in read_jsonl(ARCHIVE / 'scores' / STORE_ID / 'scores.jsonl')}
-    trained = PrivilegedScorer(crit.model, crit.tokenizer)  # only its per-token log-probs are used: the critic, adapter on
-    frozen = PrivilegedScorer(crit.config.model)            # the same backbone, untrained: pi_ref
+    scorer = PrivilegedScorer(crit.model, crit.tokenizer)  # only its per-token log-probs are used (adapter on or off)
     from sweet_rl.core import JsonlStore
     outdir = Path(a.out); outdir.mkdir(parents=True, exist_ok=True)
     store = JsonlStore(outdir / 'scores.jsonl')  # one line per state as it is scored: a rerun resumes
     done, t1 = {r['id']: r for r in store}, time.time()
     with torch.inference_mode():
         for rec in tqdm([r for r in records if r['id'] not in done], desc='states'):
-            per = [scores_of(t) for t in token_terms(trained, frozen, crit.tokenizer, rec)]
+            per = [scores_of(t) for t in token_terms(crit, scorer, rec)]
             row = {'id': rec['id'], 'rewards': rewards[rec['id']], 'committed_sweet': committed.get(rec['id']),
                    **{k: [p[k] for p in per] for k in (*SCORERS, 'mark_share')}}
             store.append(row); done[rec['id']] = row

@@ -17,7 +17,7 @@ __all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'LIVE_SUFFIX', 'MANIFEST_PACKAG
            'seed_everything', 'ConfigError', 'expand_env', 'Config', 'atomic_write_text', 'write_progress', 'Busy',
            'file_lock', 'lock_holder', 'stable_id', 'best_index', 'JsonlError', 'read_jsonl', 'write_jsonl',
            'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_identity',
-           'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry', 'artifact_dir']
+           'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry', 'artifact_id', 'artifact_dir']
 
 # %% ../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parent if '__file__' in globals() else Path('../sweet_rl').resolve()
@@ -367,13 +367,17 @@ def output_entry(folder, run_dir) -> str:
 
 
 # %% ../nbs/00_core.ipynb #f7a46a70
+def artifact_id(kind:str, what:dict) -> str:
+    "The 12 hex digits that name the shared folder of product `what` (`artifact_dir`)."
+    return stable_id({'kind': kind, 'what': what})[:12]
+
 def artifact_dir(kind:str, # what the folder holds: 'rollouts', 'candidates', 'critic', ...
                  what:dict, # everything that determines the product (JSON-serializable)
                  runs_dir=None, # default: `$SWEET_RL_RUNS`, else `runs/` of the repository (or of the working directory)
                 ) -> Path:
     "The folder shared by every run that needs the product `what`: `runs/shared/<kind>/<12 hex digits of what>`, made, with its params.json."
     root = Path(runs_dir or os.environ.get('SWEET_RL_RUNS') or (REPO_ROOT or Path.cwd()) / 'runs')
-    folder = root / 'shared' / kind / stable_id({'kind': kind, 'what': what})[:12]
+    folder = root / 'shared' / kind / artifact_id(kind, what)
     folder.mkdir(parents=True, exist_ok=True)
     text = json.dumps(what, indent=2, sort_keys=True) + '\n'
     if not (folder / 'params.json').is_file(): atomic_write_text(folder / 'params.json', text)

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from fastcore.basics import patch
 
-from .core import Config, artifact_dir, file_lock, seed_everything, stable_id
+from .core import Config, artifact_dir, artifact_id, file_lock, seed_everything, stable_id
 from .data import as_record, detect_kind, dialogue_turns
 from .models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, load_model,
                              per_turn, token_logprobs)
