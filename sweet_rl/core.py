@@ -13,11 +13,12 @@ from typing import Any, Iterable, Iterator, Sequence
 from fastcore.docments import docments
 
 # %% auto #0
-__all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'LIVE_SUFFIX', 'MANIFEST_PACKAGES', 'LATER_PARAMS', 'RUN_REF', 'cache_dir',
-           'seed_everything', 'ConfigError', 'expand_env', 'Config', 'atomic_write_text', 'write_progress', 'Busy',
-           'file_lock', 'lock_holder', 'stable_id', 'best_index', 'JsonlError', 'read_jsonl', 'write_jsonl',
-           'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params', 'run_identity',
-           'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry', 'artifact_id', 'artifact_dir']
+__all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'USER_ERRORS', 'LIVE_SUFFIX', 'MANIFEST_PACKAGES', 'LATER_PARAMS', 'RUN_REF',
+           'cache_dir', 'seed_everything', 'ConfigError', 'expand_env', 'run_cli', 'Config', 'atomic_write_text',
+           'write_progress', 'Busy', 'file_lock', 'lock_holder', 'stable_id', 'best_index', 'JsonlError', 'read_jsonl',
+           'write_jsonl', 'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params',
+           'run_identity', 'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry', 'artifact_id',
+           'artifact_dir']
 
 # %% ../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parent if '__file__' in globals() else Path('../sweet_rl').resolve()
@@ -71,6 +72,18 @@ def _type_ok(value, annot) -> bool:
     if not allowed: return True  # complex annotation: not checked here
     if isinstance(value, bool) and bool not in allowed: return False
     return isinstance(value, tuple(allowed))
+
+# %% ../nbs/00_core.ipynb #30fc0bc2
+USER_ERRORS = (ValueError, OSError)  # what a command reports in one line: bad input, a missing file or folder
+
+def run_cli(main, # the command's entry point
+            argv=None): # its arguments (None: `sys.argv[1:]`)
+    "Call `main(argv)`; a `USER_ERRORS` exception prints `error: <message>` on stderr and exits 1 (`SWEET_RL_TRACEBACK=1`: re-raised)."
+    try: return main(argv)
+    except USER_ERRORS as e:
+        if os.environ.get('SWEET_RL_TRACEBACK', '') not in ('', '0'): raise
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 # %% ../nbs/00_core.ipynb #dc4badb6
 @dataclass

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import torch
 
-from .core import REPO_ROOT, atomic_write_text, read_jsonl, write_manifest
+from .core import REPO_ROOT, atomic_write_text, read_jsonl, run_cli, write_manifest
 
 # %% auto #0
 __all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'OFFLOAD_NEEDS', 'ACCELERATE_CONFIGS', 'LOGIT_BYTES', 'ADAM_BYTES',
@@ -512,4 +512,4 @@ def best_of_n_critic_configs(params:dict, # the parameters of `nbs/best_of_n.ipy
                                         **BEST_OF_N_CRITICS[n]) for n in names}
 
 # %% ../nbs/15_launch.ipynb #837b75ba
-if __name__ == '__main__' and '__file__' in globals(): main()  # a module run, not this notebook
+if __name__ == '__main__' and '__file__' in globals(): run_cli(main)  # a module run, not this notebook; one line for a user's mistake

@@ -15,7 +15,7 @@ from torch.utils.checkpoint import checkpoint
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
-from .core import Config, atomic_write_text, cache_dir, file_lock
+from .core import Config, atomic_write_text, cache_dir, file_lock, run_cli
 
 # %% auto #0
 __all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_BYTES', 'RETRY_STATUS', 'FIXED_NAME_SERVERS',
@@ -1027,4 +1027,4 @@ def main(argv:Sequence[str]|None=None):
         for n, pr in PRESETS.items(): print(f"{n:20s} {pr.hf_id:40s} {'cached' if _ready(preset_dir(n) / 'hf', pr) else '-'}")
     else: print(resolve_model_path(args.name, fetch=False))
 
-if __name__ == '__main__' and '__file__' in globals(): main()
+if __name__ == '__main__' and '__file__' in globals(): run_cli(main)  # one line for a user's mistake

@@ -13,7 +13,7 @@ from typing import Sequence
 import pandas as pd
 import yaml
 
-from .core import (LIVE_SUFFIX, REPO_ROOT, RUN_REF, Busy, atomic_write_text, expand_env, file_lock, lock_holder, resolve_run_output,
+from .core import (LIVE_SUFFIX, REPO_ROOT, RUN_REF, Busy, atomic_write_text, run_cli, expand_env, file_lock, lock_holder, resolve_run_output,
                            run_dir_for, run_identity, stable_id)
 from .evaluate import SITTINGS, load_run, note_sitting, run_rows, task_rows
 
@@ -608,4 +608,4 @@ def main(argv:Sequence[str]|None=None):
         print(json.dumps(out, indent=2))
         if out.get('problems'): sys.exit(1)
 
-if __name__ == '__main__' and '__file__' in globals(): main()
+if __name__ == '__main__' and '__file__' in globals(): run_cli(main)  # one line for a user's mistake

@@ -65,6 +65,19 @@ def test_cli_dry_run_of_the_paper_preset(paper_cluster):
     assert proc.returncode == 1 and out['problems'] and all(p.startswith('table4/') for p in out['problems']), proc.stderr[-2000:]
 
 
+def test_cli_reports_a_users_mistake_in_one_line():
+    "An unset variable in the paper preset is the user's to fix: one line naming the file and field, exit 1, no traceback."
+    env = {k: v for k, v in os.environ.items() if not k.startswith('SWEET_RL_')}
+    proc = subprocess.run([sys.executable, '-m', 'sweet_rl.pipeline', 'reproduce', '--scale', 'paper', '--dry-run'],
+                          capture_output=True, text=True, env=env, timeout=300)
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(err) == 1 and 'Traceback' not in proc.stderr, proc.stderr[-2000:]
+    assert err[0].startswith('error: ') and '.yaml' in err[0] and 'SWEET_RL_' in err[0], err[0]
+    proc = subprocess.run([sys.executable, '-m', 'sweet_rl.pipeline', 'reproduce', '--scale', 'paper', '--dry-run'],
+                          capture_output=True, text=True, env={**env, 'SWEET_RL_TRACEBACK': '1'}, timeout=300)
+    assert proc.returncode == 1 and 'Traceback' in proc.stderr and 'ConfigError' in proc.stderr  # on request
+
+
 def test_collect_choice_episodes_and_curves(tmp_path):
     "Reflect-RL runs: episodes with a success and a return become rows (success in %, return as it is); curves a CSV."
     study = Study.from_dict({'name': 'r', 'runs': [{'notebook': 'train_reflect', 'grid': {'reflection': [True, False]}}]})
