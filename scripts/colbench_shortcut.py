@@ -139,8 +139,9 @@ def main():
     write_manifest(outdir, 0, script='scripts/colbench_shortcut.py')
     print(json.dumps({k: v for k, v in summary.items() if k != 'scorers'}, indent=1))
     for name, m in out.items():
-        print(f"{name:15s} answers<0 {m['answers_below_zero']}/{m['answers']} mean {m['answer_score_mean']:.3g} max {m['answer_score_max']:.3g}"
-              f" corr(1/len) {m['answer_inv_length_corr']} agree {m['answer_agreement']:.3f} going-on {m['continue_preference']:.3f}")
+        g = lambda k: 'n/a' if m.get(k) is None else f"{m[k]:.3g}"  # None where a state has too few answers to say
+        print(f"{name:15s} answers<0 {m['answers_below_zero']}/{m['answers']} mean {g('answer_score_mean')} max {g('answer_score_max')}"
+              f" corr(1/len) {g('answer_inv_length_corr')} agree {g('answer_agreement')} going-on {g('continue_preference')}")
 
 
 if __name__ == '__main__':
