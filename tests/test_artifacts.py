@@ -135,12 +135,24 @@ def test_figure3a_joins_one_run_per_scorer_and_shows_the_pending_ones(tmp_path):
     assert (out / 'figure3a.png').is_file()
 
 
-def test_mtgrpo_colbench_table_renders_while_mt_grpo_still_trains(tmp_path):
-    "With only GRPO-OR's run collected (`collect --partial`), the ColBench table shows MT-GRPO as 'pending' instead of failing."
+def test_mtgrpo_renders_while_runs_are_pending(tmp_path):
+    """Collected part-way (`collect --partial`): the search table lists each seed, 'pending' for runs still to come, and counts
+    the paper's finding over the seeds where both modes finished; the ColBench table shows MT-GRPO as 'pending'."""
     import shutil
     import pandas as pd
     results, out = tmp_path / 'results', tmp_path / 'figures'
     shutil.copytree(RESULTS_DIR, results, ignore=shutil.ignore_patterns('runs'))
+    # search: GRPO-OR with seeds 0 and 1 (the committed run twice), MT-GRPO seed 0 with a higher exact match, GRPO-MR pending
+    search, curves = pd.read_csv(RESULTS_DIR / 'mtgrpo.csv'), pd.read_csv(RESULTS_DIR / 'mtgrpo_curves.csv')
+    run_of = lambda mode: search.loc[search['param.mode'] == mode, 'run'].iloc[0]
+    or_run, mt_run = run_of('or'), run_of('mt')
+    mt = search[search['run'] == mt_run].copy()
+    mt.loc[mt['label'] == 'trained', ['exact_match_pct', 'exact_match_pct_lo', 'exact_match_pct_hi']] = [50.0, 40.0, 60.0]
+    second = search[search['run'] == or_run].assign(run='or-seed1', **{'param.seed': 1})
+    pd.concat([search[search['run'] == or_run], second, mt]).to_csv(results / 'mtgrpo.csv', index=False)
+    pd.concat([curves, curves[curves['run'] == or_run].assign(run='or-seed1')]).to_csv(results / 'mtgrpo_curves.csv', index=False)
+    pd.DataFrame([{'study': 'mtgrpo', 'scale': 'small', 'run': f'{m}-{s}', 'notebook': 'train_mtgrpo', 'param.env': 'search',
+                   'param.mode': m, 'param.seed': s} for m, s in [('mr', 0), ('mr', 1), ('mt', 1)]]).to_csv(results / 'mtgrpo_pending.csv', index=False)
     base = {'study': 'mtgrpo_colbench', 'scale': 'small', 'run': 'or-run', 'notebook': 'train_mtgrpo', 'commit': 'abc1234567',
             'dirty': False, 'param.env': 'backend', 'param.mode': 'or', 'param.model': 'qwen2.5-coder-0.5b', 'param.steps': 10,
             'param.batch_size': 2, 'param.group_size': 4, 'param.lr': 1e-5, 'param.max_turns': 5, 'metric.train_steps': 10,
@@ -156,6 +168,12 @@ def test_mtgrpo_colbench_table_renders_while_mt_grpo_still_trains(tmp_path):
                    'param.mode': 'mt'}]).to_csv(results / 'mtgrpo_colbench_pending.csv', index=False)
     render_artifacts(results, out, ['mtgrpo'], runs_dir=tmp_path / 'runs')
     md = (out / 'mtgrpo.md').read_text()
+    rows = {l.split(' | ')[0].lstrip('| '): l.split(' | ')[1:] for l in md.splitlines() if l.startswith('| ') and ', seed ' in l.split(' | ')[0]}
+    assert [k for k in rows] == ['GRPO-OR, seed 0', 'GRPO-OR, seed 1', 'GRPO-MR, seed 0', 'GRPO-MR, seed 1', 'MT-GRPO, seed 0', 'MT-GRPO, seed 1'], rows
+    assert rows['GRPO-MR, seed 0'][0] == 'pending' and rows['MT-GRPO, seed 0'][3] == '50.0 [40.0, 60.0]', rows
+    assert 'seeds 0, 1' in md and '- GRPO-OR, seed 1, by quarter of its 20 steps: tool execution ' in md, md
+    assert "MT-GRPO above GRPO-OR on held-out exact match in 1 of 1 seeds" in md, md
+    assert 'Still running: GRPO-MR (seeds 0, 1); MT-GRPO (seed 1)' in md and '3 runs pending (mr-0, mr-1, mt-1)' in md, md
     line = next(l for l in md.splitlines() if l.startswith('| MT-GRPO (+ SWEET critic turn reward)'))
     assert line.split(' | ')[1] == 'pending', line
     assert next(l for l in md.splitlines() if l.startswith('| GRPO-OR (tests passed only)')).split(' | ')[1].startswith('20.0'), md
