@@ -14,10 +14,12 @@ from ..models import Completion, GenerationBackend, SamplingParams
 from .backend import SINGLE_TURN_PROMPT, BackendEnv, BackendEnvConfig, evaluate_batch
 
 # %% auto #0
-__all__ = ['CASE_WORDS', 'ORDER_WORDS', 'FAMILIES', 'UNKNOWN_REPLY', 'Slot', 'Family', 'spec_sentences', 'task_request',
-           'clarify_task', 'task_spec', 'all_specs', 'balanced_test_specs', 'generate_tasks', 'RuleHuman',
-           'answer_message', 'constructed_candidates', 'info_gated_pairs', 'describe_action', 'ClarifyEnvConfig',
-           'ClarifyEnv', 'family_of', 'learned_slots', 'ScriptedClarifier', 'information_value', 'BriefedAnswerer']
+__all__ = ['CASE_WORDS', 'ORDER_WORDS', 'FAMILIES', 'UNKNOWN_REPLY', 'ONE_AT_A_TIME', 'ASK_PROMPT', 'CUES', 'Slot', 'Family',
+           'spec_sentences', 'task_request', 'clarify_task', 'task_spec', 'all_specs', 'balanced_test_specs',
+           'generate_tasks', 'RuleHuman', 'answer_message', 'constructed_candidates', 'info_gated_pairs',
+           'describe_action', 'ClarifyEnvConfig', 'ClarifyEnv', 'family_of', 'learned_slots', 'scripted_answer',
+           'ScriptedClarifier', 'information_value', 'BriefedAnswerer', 'cued_request', 'request_cue',
+           'generate_cued_tasks', 'ClarifyAsker', 'CueRule']
 
 # %% ../../nbs/07e_clarify.ipynb #fdf47d57
 @dataclass(frozen=True)
@@ -332,12 +334,15 @@ def generate_tasks(n:int, # tasks to draw
 
 # %% ../../nbs/07e_clarify.ipynb #f01dfb64
 UNKNOWN_REPLY = "I don't know; do what you think is best."
+ONE_AT_A_TIME = "Please ask about one thing at a time."
 
 class RuleHuman:
     "The person behind a clarify task: answers each slot a message asks about, one sentence each, from the hidden slots; never code."
     name = 'rule-human'
-    def __init__(self, unknown:str=UNKNOWN_REPLY): # the reply to a message that asks about no slot
-        self.unknown = unknown
+    def __init__(self, unknown:str=UNKNOWN_REPLY, # the reply to a message that asks about no slot
+                 max_slots:int|None=None, # a message asking about more slots than this gets `ONE_AT_A_TIME` (None: no limit)
+                ):
+        self.unknown, self.max_slots = unknown, max_slots
 
     @staticmethod
     def asked_slots(family:Family, message:str) -> list[str]:
@@ -350,6 +355,7 @@ class RuleHuman:
         family, spec = task_spec(task)
         last = next((t['content'] for t in reversed(list(history)) if t['role'] == 'assistant'), '')
         asked = self.asked_slots(family, last)
+        if self.max_slots is not None and len(asked) > self.max_slots: return ONE_AT_A_TIME
         return ' '.join(family.slot(n).values[spec[n]] for n in asked) if asked else self.unknown
 
 # %% ../../nbs/07e_clarify.ipynb #52e30ed9
@@ -383,11 +389,22 @@ def describe_action(task, text:str) -> dict:
     return {'kind': 'ask', 'slot': ','.join(slots) or None, 'non_default': any(spec[n] != family.slot(n).default for n in slots)}
 
 # %% ../../nbs/07e_clarify.ipynb #cdeeab6f
+ASK_PROMPT = """You are helping a person who wants a Python function. A programmer will write the code from the \
+request and from whatever the person tells you. Before the programmer starts, you may ask the person one short question \
+about one detail of what they need; each question costs them time, so ask only when the request suggests a detail that \
+matters. If nothing needs asking, reply only with "I WANT TO ANSWER:" to hand over to the programmer.
+
+The person's request:
+{problem_description}"""
+
 @dataclass
 class ClarifyEnvConfig(BackendEnvConfig):
     "Protocol of a clarify episode: ColBench's backend protocol, with a turn cap of 3."
     max_turns:int=3 # agent messages before the episode is cut off
     human:str='rule' # 'rule': the rule-based person (`RuleHuman`); 'llm': the simulator backend with ColBench's prompt
+    one_slot:bool=False # the rule-based person answers only a message about a single slot (else `ONE_AT_A_TIME`)
+    question_cost:float=0.0 # subtracted from the reward for every agent message that is not the answer
+    prompt:str='colbench' # the agent's prompt: 'colbench' (ColBench's backend prompt) or 'ask' (`ASK_PROMPT`: ask or hand over)
 
 class ClarifyEnv(BackendEnv):
     "A clarify episode: ColBench's backend protocol, unit tests and trajectory format; by default the rule-based person answers."
@@ -396,7 +413,17 @@ class ClarifyEnv(BackendEnv):
                  config:ClarifyEnvConfig|None=None):
         config = config or ClarifyEnvConfig()
         if config.human not in ('rule', 'llm'): raise ValueError(f"ClarifyEnvConfig.human must be 'rule' or 'llm', got {config.human!r}")
-        super().__init__(RuleHuman() if config.human == 'rule' else simulator, config)
+        if config.prompt not in ('colbench', 'ask'): raise ValueError(f"ClarifyEnvConfig.prompt must be 'colbench' or 'ask', got {config.prompt!r}")
+        if config.question_cost < 0: raise ValueError(f"ClarifyEnvConfig.question_cost must be at least 0, got {config.question_cost}")
+        human = RuleHuman(max_slots=1 if config.one_slot else None) if config.human == 'rule' else simulator
+        super().__init__(human, config)
+        if config.prompt == 'ask' and not config.agent_template: self.agent_template = ASK_PROMPT
+
+    def trajectory(self) -> dict:
+        "The episode in ColBench's format; the reward is tests passed less `question_cost` for every question asked."
+        out = super().trajectory()
+        asked = sum(t['role'] == 'assistant' and ANSWER_MARK not in t['content'] for t in self.history)
+        return {**out, 'questions': asked, 'reward': out['tests_passed'] - self.config.question_cost * asked}
 
 # %% ../../nbs/07e_clarify.ipynb #8a9d1ec7
 def family_of(request:str) -> Family:
@@ -408,6 +435,12 @@ def family_of(request:str) -> Family:
 def learned_slots(family:Family, replies:Sequence[str]) -> dict:
     "Slot values the person's replies state (each value's sentence is unique within its family)."
     return {s.name: v for s in family.slots for v, sentence in s.values.items() if any(sentence in r for r in replies)}
+
+def scripted_answer(conversation:Sequence[dict]) -> str:
+    "The answer the scripted knowledge implies for the dialogue so far: the code of the slots the replies stated, defaults elsewhere."
+    fam = family_of(conversation[0]['content'])
+    known = learned_slots(fam, [m['content'] for m in conversation[1:] if m['role'] == 'user'])
+    return answer_message(fam.build({**fam.defaults(), **known}))
 
 class ScriptedClarifier(GenerationBackend):
     """Stand-in agent: at each turn it asks about a slot it has not asked about (drawn at random) with probability
@@ -432,9 +465,7 @@ class ScriptedClarifier(GenerationBackend):
             if left and len(said) < min(self.max_questions, self.max_turns - 1) and rng.random() < self.p_ask:
                 text = rng.choice(left).question
             elif self.answerer is not None: answering.append(i); text = None
-            else:
-                known = learned_slots(fam, [m['content'] for m in conv[1:] if m['role'] == 'user'])
-                text = answer_message(fam.build({**fam.defaults(), **known}))
+            else: text = scripted_answer(conv)
             out.append(None if text is None else Completion(text, len(text.split()), 'stop'))
         if answering:  # the answerer's replies, in one call
             for i, c in zip(answering, self.answerer.complete([conversations[i] for i in answering], params)): out[i] = c
@@ -483,3 +514,103 @@ class BriefedAnswerer(GenerationBackend):
     def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]:
         out = self.model.complete([[{'role': 'user', 'content': self.brief(c)}] for c in conversations], params)
         return [c if ANSWER_MARK in c.text else Completion(f"{ANSWER_MARK}\n{c.text}", c.num_tokens, c.finish_reason) for c in out]
+
+# %% ../../nbs/07e_clarify.ipynb #dbc9af96
+CUES = {  # (family, slot): a sentence of the request that points at the slot without stating its value
+    ('filter_scores', 'boundary'): "Some scores land exactly on the threshold.",
+    ('filter_scores', 'order'): "The passing scores go straight into a ranking table.",
+    ('filter_scores', 'nothing'): "Often no score passes at all.",
+    ('average', 'rounding'): "The result is shown on a small display.",
+    ('average', 'empty'): "Sometimes the list has no numbers in it.",
+    ('average', 'negatives'): "Faulty sensors report negative readings.",
+    ('word_counts', 'case'): "The text comes from headlines, with many capital letters.",
+    ('word_counts', 'punctuation'): "The text is full of commas and full stops.",
+    ('word_counts', 'short'): "Little words like 'a' and 'of' are everywhere in it.",
+    ('top_k', 'order'): "The numbers are shown as a leaderboard.",
+    ('top_k', 'repeats'): "The list often holds the same value several times.",
+    ('top_k', 'too_few'): "Sometimes the list is shorter than k.",
+    ('format_price', 'currency'): "The shop sells to customers abroad.",
+    ('format_price', 'decimals'): "The prices go on small tags with little space.",
+    ('format_price', 'thousands'): "Some amounts run into the millions.",
+    ('clean_name', 'case'): "People type their names in all sorts of capitalization.",
+    ('clean_name', 'order'): "The names go into a phone directory.",
+    ('clean_name', 'middle'): "Many customers have more than two names.",
+    ('count_vowels', 'y'): "The texts have many words like sky and gym.",
+    ('count_vowels', 'case'): "The texts mix capital and small letters.",
+    ('count_vowels', 'distinct'): "I want to know which vowels a text uses.",
+    ('dedupe', 'order'): "The list is shown to users as a menu.",
+    ('dedupe', 'case'): "Users type the same item with different capitals.",
+    ('dedupe', 'blanks'): "The list comes from a form whose fields are often left blank.",
+}
+
+def cued_request(family:Family, cue:str|None) -> str:
+    "The request with the cue sentence of slot `cue` after the purpose (None: the plain request)."
+    text = task_request(family)
+    return text if cue is None else text.replace(family.purpose, f"{family.purpose} {CUES[(family.name, cue)]}", 1)
+
+def request_cue(family:Family, request:str) -> str|None:
+    "The slot whose cue sentence the request holds (None if none): how a policy that reads the cue knows what to ask."
+    found = [s.name for s in family.slots if CUES[(family.name, s.name)] in request]
+    return found[0] if len(found) == 1 else None
+
+# %% ../../nbs/07e_clarify.ipynb #e2c49a69
+def generate_cued_tasks(n:int, # tasks to draw
+                        seed:int=0, # generation seed
+                        split:str='train', # 'train' or 'test': two seeded streams of draws
+                        families:Sequence[str]|None=None, # family names (None: all)
+                        p_all_default:float=0.25, # share of tasks with every slot at its default (and no cue)
+                        p_cue_right:float=0.75, # chance that the cue points at the slot off its default
+                       ) -> list[BackendTask]:
+    """Seeded tasks of the asking arm: all-default without a cue, or one slot off its default and one cue sentence in
+    the request, pointing at that slot with probability `p_cue_right`, else at another slot. Train and test are two
+    streams of the same distribution (the choices of slots are few, so they overlap: the policy must learn the rule
+    that cues follow, not a held-out kind of task). `extra['clarify']` keeps `cue` and `cue_right`."""
+    if split not in ('train', 'test'): raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    if not 0 <= p_all_default <= 1 or not 0 <= p_cue_right <= 1:
+        raise ValueError(f"p_all_default and p_cue_right must lie in [0, 1], got {p_all_default} and {p_cue_right}")
+    names = list(families or FAMILIES)
+    bad = [f for f in names if f not in FAMILIES]
+    if bad: raise ValueError(f"unknown families {bad}; known: {list(FAMILIES)}")
+    if n < 1: raise ValueError(f"n must be at least 1, got {n}")
+    rng, out = random.Random(f"clarify-cued:{seed}:{split}"), []
+    for i in range(n):
+        fam = FAMILIES[names[i % len(names)]]
+        spec, cue, right = fam.defaults(), None, None
+        if rng.random() >= p_all_default:
+            off = rng.choice(fam.slots)
+            spec[off.name] = rng.choice(off.alternatives)
+            right = rng.random() < p_cue_right
+            cue = off.name if right else rng.choice([s.name for s in fam.slots if s.name != off.name])
+        task = clarify_task(fam, spec, draw={'seed': seed, 'split': split, 'index': i, 'cued': True})
+        task.problem_description = cued_request(fam, cue)
+        task.extra['clarify'].update(cue=cue, cue_right=right)
+        out.append(task)
+    return out
+
+# %% ../../nbs/07e_clarify.ipynb #6be4f578
+class ClarifyAsker(GenerationBackend):
+    "A policy that only talks: its messages while questions remain; every answer, and every turn after the budget, the scripted writer's."
+    def __init__(self, policy:GenerationBackend, # the model that asks (or hands over with the answer mark)
+                 max_questions:int=1): # questions the policy may ask before the writer answers
+        self.policy, self.max_questions = policy, max_questions
+        self.name = f"asker:{getattr(policy, 'name', type(policy).__name__)}"
+
+    def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]:
+        asking = [i for i, c in enumerate(conversations) if sum(m['role'] == 'assistant' for m in c) < self.max_questions]
+        out = [None] * len(conversations)
+        for i, c in zip(asking, self.policy.complete([conversations[i] for i in asking], params) if asking else []):
+            out[i] = c if ANSWER_MARK not in c.text else None  # handing over: the writer answers
+        for i, conv in enumerate(conversations):
+            if out[i] is None: out[i] = Completion(text := scripted_answer(conv), len(text.split()), 'stop')
+        return out
+
+class CueRule(GenerationBackend):
+    "The non-learned policy that reads the cue: asks the cued slot's question, or hands over when the request has no cue."
+    name = 'cue-rule'
+    def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]:
+        out = []
+        for conv in conversations:
+            fam = family_of(conv[0]['content']); cue = request_cue(fam, conv[0]['content'])
+            text = fam.slot(cue).question if cue and len(conv) == 1 else ANSWER_MARK
+            out.append(Completion(text, len(text.split()), 'stop'))
+        return out
