@@ -14,12 +14,12 @@ from ..models import Completion, GenerationBackend, SamplingParams
 from .backend import SINGLE_TURN_PROMPT, BackendEnv, BackendEnvConfig, evaluate_batch
 
 # %% auto #0
-__all__ = ['CASE_WORDS', 'ORDER_WORDS', 'FAMILIES', 'UNKNOWN_REPLY', 'ONE_AT_A_TIME', 'ASK_PROMPT', 'CUES', 'Slot', 'Family',
-           'spec_sentences', 'task_request', 'clarify_task', 'task_spec', 'all_specs', 'balanced_test_specs',
-           'generate_tasks', 'RuleHuman', 'answer_message', 'constructed_candidates', 'info_gated_pairs',
-           'describe_action', 'ClarifyEnvConfig', 'ClarifyEnv', 'family_of', 'learned_slots', 'scripted_answer',
-           'ScriptedClarifier', 'information_value', 'BriefedAnswerer', 'cued_request', 'request_cue',
-           'generate_cued_tasks', 'ClarifyAsker', 'CueRule']
+__all__ = ['CASE_WORDS', 'ORDER_WORDS', 'FAMILIES', 'UNKNOWN_REPLY', 'ONE_AT_A_TIME', 'ASK_PROMPT', 'MENU_PROMPT', 'PROMPTS',
+           'CUES', 'Slot', 'Family', 'spec_sentences', 'task_request', 'clarify_task', 'task_spec', 'all_specs',
+           'balanced_test_specs', 'generate_tasks', 'RuleHuman', 'answer_message', 'constructed_candidates',
+           'info_gated_pairs', 'describe_action', 'ClarifyEnvConfig', 'ClarifyEnv', 'family_of', 'learned_slots',
+           'scripted_answer', 'ScriptedClarifier', 'information_value', 'BriefedAnswerer', 'cued_request',
+           'request_cue', 'generate_cued_tasks', 'ClarifyAsker', 'CueRule']
 
 # %% ../../nbs/07e_clarify.ipynb #fdf47d57
 @dataclass(frozen=True)
@@ -397,6 +397,19 @@ matters. If nothing needs asking, reply only with "I WANT TO ANSWER:" to hand ov
 The person's request:
 {problem_description}"""
 
+MENU_PROMPT = """You are helping a person who wants a Python function. A programmer will write the code from the \
+request and from whatever the person tells you. Before the programmer starts, you may ask the person one of the \
+questions below. Asking costs a little, so ask when the request suggests that the detail matters. Reply with one \
+question copied exactly, or only with "I WANT TO ANSWER:" to hand over to the programmer.
+
+The person's request:
+{problem_description}
+
+Questions you may ask:
+{questions}"""
+
+PROMPTS = ('colbench', 'ask', 'menu')
+
 @dataclass
 class ClarifyEnvConfig(BackendEnvConfig):
     "Protocol of a clarify episode: ColBench's backend protocol, with a turn cap of 3."
@@ -404,7 +417,7 @@ class ClarifyEnvConfig(BackendEnvConfig):
     human:str='rule' # 'rule': the rule-based person (`RuleHuman`); 'llm': the simulator backend with ColBench's prompt
     one_slot:bool=False # the rule-based person answers only a message about a single slot (else `ONE_AT_A_TIME`)
     question_cost:float=0.0 # subtracted from the reward for every agent message that is not the answer
-    prompt:str='colbench' # the agent's prompt: 'colbench' (ColBench's backend prompt) or 'ask' (`ASK_PROMPT`: ask or hand over)
+    prompt:str='colbench' # the agent's prompt: 'colbench' (ColBench's), 'ask' (`ASK_PROMPT`: one question or hand over), 'menu' (`MENU_PROMPT`: the family's questions listed)
 
 class ClarifyEnv(BackendEnv):
     "A clarify episode: ColBench's backend protocol, unit tests and trajectory format; by default the rule-based person answers."
@@ -413,11 +426,20 @@ class ClarifyEnv(BackendEnv):
                  config:ClarifyEnvConfig|None=None):
         config = config or ClarifyEnvConfig()
         if config.human not in ('rule', 'llm'): raise ValueError(f"ClarifyEnvConfig.human must be 'rule' or 'llm', got {config.human!r}")
-        if config.prompt not in ('colbench', 'ask'): raise ValueError(f"ClarifyEnvConfig.prompt must be 'colbench' or 'ask', got {config.prompt!r}")
+        if config.prompt not in PROMPTS: raise ValueError(f"ClarifyEnvConfig.prompt must be one of {PROMPTS}, got {config.prompt!r}")
         if config.question_cost < 0: raise ValueError(f"ClarifyEnvConfig.question_cost must be at least 0, got {config.question_cost}")
         human = RuleHuman(max_slots=1 if config.one_slot else None) if config.human == 'rule' else simulator
         super().__init__(human, config)
-        if config.prompt == 'ask' and not config.agent_template: self.agent_template = ASK_PROMPT
+        if config.prompt != 'colbench' and not config.agent_template: self.agent_template = {'ask': ASK_PROMPT, 'menu': MENU_PROMPT}[config.prompt]
+
+    def first_message(self) -> str:
+        "The agent's prompt; with `prompt='menu'` the family's slot questions follow, in an order seeded by the task."
+        if self.config.prompt != 'menu': return super().first_message()
+        family, _ = task_spec(self.task)
+        order = list(family.slots)
+        random.Random(stable_id({'menu': self.task.problem_description, 'draw': self.task.extra['clarify'].get('draw')})).shuffle(order)
+        return self.agent_template.format(problem_description=self.task.problem_description, max_turns=self.max_turns,
+                                          questions='\n'.join(f'- {s.question}' for s in order))
 
     def trajectory(self) -> dict:
         "The episode in ColBench's format; the reward is tests passed less `question_cost` for every question asked."
@@ -515,7 +537,7 @@ class BriefedAnswerer(GenerationBackend):
         out = self.model.complete([[{'role': 'user', 'content': self.brief(c)}] for c in conversations], params)
         return [c if ANSWER_MARK in c.text else Completion(f"{ANSWER_MARK}\n{c.text}", c.num_tokens, c.finish_reason) for c in out]
 
-# %% ../../nbs/07e_clarify.ipynb #dbc9af96
+# %% ../../nbs/07e_clarify.ipynb #3c7ef616
 CUES = {  # (family, slot): a sentence of the request that points at the slot without stating its value
     ('filter_scores', 'boundary'): "Some scores land exactly on the threshold.",
     ('filter_scores', 'order'): "The passing scores go straight into a ranking table.",
@@ -553,7 +575,7 @@ def request_cue(family:Family, request:str) -> str|None:
     found = [s.name for s in family.slots if CUES[(family.name, s.name)] in request]
     return found[0] if len(found) == 1 else None
 
-# %% ../../nbs/07e_clarify.ipynb #e2c49a69
+# %% ../../nbs/07e_clarify.ipynb #2c1c131f
 def generate_cued_tasks(n:int, # tasks to draw
                         seed:int=0, # generation seed
                         split:str='train', # 'train' or 'test': two seeded streams of draws
@@ -587,7 +609,7 @@ def generate_cued_tasks(n:int, # tasks to draw
         out.append(task)
     return out
 
-# %% ../../nbs/07e_clarify.ipynb #6be4f578
+# %% ../../nbs/07e_clarify.ipynb #a41ea50b
 class ClarifyAsker(GenerationBackend):
     "A policy that only talks: its messages while questions remain; every answer, and every turn after the budget, the scripted writer's."
     def __init__(self, policy:GenerationBackend, # the model that asks (or hands over with the answer mark)
