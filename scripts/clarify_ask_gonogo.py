@@ -25,20 +25,11 @@ COST = 0.1
 
 
 def first_move(record) -> dict:
-    "What the policy's first message did: hand over, or ask about no slot, one slot (cued? off default?) or several."
-    from sweet_rl.data import ANSWER_MARK
-    from sweet_rl.envs.backend import BackendTask
-    from sweet_rl.envs.clarify import RuleHuman, task_spec
-    task = BackendTask.from_dict(record['task'])
-    family, _ = task_spec(task)
-    meta = task.extra['clarify']
+    "What the policy's first message did (`credit.ask_move`), whether a question held code, and the episode's scores."
+    from sweet_rl.credit import ask_move
     first = next(m['content'] for m in record['dialogue_history'] if m['role'] == 'assistant')
-    if ANSWER_MARK in first: kind, slots = 'hand_over', []
-    else:
-        slots = RuleHuman.asked_slots(family, first)
-        kind = {0: 'ask_nothing', 1: 'ask_one'}.get(len(slots), 'ask_several')
-    return {'kind': kind, 'cued': meta.get('cue') is not None, 'asked_cue': kind == 'ask_one' and slots == [meta.get('cue')],
-            'asked_off': kind == 'ask_one' and slots[0] in meta['non_default'], 'code': kind != 'hand_over' and ('def ' in first or '```' in first),
+    move = ask_move(record)
+    return {**move, 'code': move['kind'] != 'hand_over' and ('def ' in first or '```' in first),
             'reward': record['reward'], 'tests_passed': record['tests_passed'], 'success': record['success']}
 
 

@@ -17,14 +17,16 @@ from .data import ANSWER_MARK, dialogue_turns
 from .envs.base import human_replies
 from .models import GenerationBackend, SamplingParams
 from .evaluate import bootstrap_ci
-from .envs.clarify import FAMILIES, BriefedAnswerer, ScriptedClarifier, constructed_candidates, describe_action, generate_tasks, task_spec
-from .rollout import RolloutConfig, env_factory, shared_rollouts
+from .envs.clarify import (FAMILIES, BriefedAnswerer, ClarifyAsker, RuleHuman, ScriptedClarifier, constructed_candidates,
+                                   describe_action, generate_cued_tasks, generate_tasks, task_spec)
+from .rollout import RolloutConfig, env_factory, run_rollouts, shared_rollouts
 
 # %% auto #0
 __all__ = ['first_turn_states', 'continuation_values', 'shared_states', 'shared_values', 'construction_order', 'pair_outcome',
            'ordered_pairs', 'label_agreement', 'score_states', 'credit_metrics', 'beat_probability',
            'fixed_order_range', 'ClarifyCreditConfig', 'LazyBackend', 'clarify_answerer', 'clarify_offline',
-           'clarify_heldout', 'clarify_credit_data']
+           'clarify_heldout', 'clarify_credit_data', 'AskArmConfig', 'ask_offline', 'policy_view', 'ask_actions',
+           'ask_states', 'ask_move', 'ask_metrics', 'ask_evaluate']
 
 # %% ../nbs/14b_credit.ipynb #37dd8755
 def _described(task, text:str, source:str, describe:Callable|None) -> dict:
@@ -330,3 +332,98 @@ def clarify_credit_data(config:ClarifyCreditConfig, runs_dir=None, progress:bool
     train, test = config.tasks()
     return {'train_tasks': train, 'test_tasks': test, 'offline': offline, 'states': states, 'values': values,
             'label_agreement': label_agreement(states, values, seed=config.data_seed), 'folders': {'offline': f_off, **folders}}
+
+# %% ../nbs/14b_credit.ipynb #b88c7996
+@dataclass
+class AskArmConfig(Config):
+    "The actor arm's tasks, protocol and behaviour data: cued requests, one priced question about one slot, a scripted writer."
+    families:str='' # clarify families, comma-separated ('' for all eight)
+    n_train:int=200 # training tasks
+    samples_per_task:int=4 # behaviour episodes per training task
+    p_ask:float=0.75 # behaviour policy: chance of asking about a slot drawn at random, else it hands over
+    n_test:int=120 # held-out tasks
+    p_cue_right:float=0.75 # chance that a request's cue points at the slot off its default
+    question_cost:float=0.1 # the price of a question, taken off the reward
+    data_seed:int=0 # seed of the tasks and of the behaviour policy
+
+    def tasks(self) -> tuple[list, list]:
+        "(training tasks, held-out tasks): two seeded streams of cued tasks."
+        fams = [f.strip() for f in self.families.split(',') if f.strip()] or None
+        return (generate_cued_tasks(self.n_train, self.data_seed, 'train', fams, p_cue_right=self.p_cue_right),
+                generate_cued_tasks(self.n_test, self.data_seed, 'test', fams, p_cue_right=self.p_cue_right))
+
+    def make_env(self) -> Callable:
+        "() -> an environment of the protocol: two agent turns, one slot a question, the price, the listed questions."
+        return env_factory('clarify', max_turns=2, one_slot=True, question_cost=self.question_cost, prompt='menu')
+
+def ask_offline(config:AskArmConfig, runs_dir=None, progress:bool=True) -> tuple[list, Path]:
+    "The scripted behaviour policy's episodes on the training tasks (shared, resumable); returns (records, folder)."
+    train, _ = config.tasks()
+    behaviour = ClarifyAsker(ScriptedClarifier(config.p_ask, max_questions=1))
+    what = {'env': 'clarify-ask', 'behaviour': f'scripted p_ask={config.p_ask}', 'question_cost': config.question_cost, 'prompt': 'menu'}
+    return shared_rollouts(train, config.make_env(), behaviour, RolloutConfig(samples_per_task=config.samples_per_task, seed=config.data_seed),
+                           what, runs_dir, progress)
+
+# %% ../nbs/14b_credit.ipynb #fcc1bbc0
+def policy_view(record:dict) -> dict:
+    "An episode as the policy lived it: the dialogue up to its own message, a hand-over as the bare answer mark; scores kept."
+    hist = record['dialogue_history']
+    first = next((i for i, m in enumerate(hist) if m['role'] == 'assistant'), None)
+    if first is None: raise ValueError(f"episode of task {str(record.get('task'))[:80]} has no agent message")
+    mine = dict(hist[first])
+    if ANSWER_MARK in mine['content']: mine['content'] = ANSWER_MARK
+    return {**record, 'dialogue_history': [*hist[:first], mine]}
+
+def ask_actions(task) -> list[str]:
+    "Every first move of the protocol: each of the family's questions, then the hand-over."
+    family, _ = task_spec(task)
+    return [s.question for s in family.slots] + [ANSWER_MARK]
+
+def ask_states(records:Sequence[dict], # offline episodes (`ask_offline`)
+               make_env:Callable, # `AskArmConfig.make_env()`
+              ) -> list[dict]:
+    "One state per training task (its request), every action a candidate: records in `sample_candidates`' format."
+    env, out, seen = make_env(), [], set()
+    for r in records:
+        key = stable_id(r['task'])
+        if key in seen: continue
+        seen.add(key)
+        history = r['dialogue_history'][:1]  # the request
+        out.append({'id': stable_id({'ask_state': key}), 'turn_id': key, 'task': r['task'], 'history': history,
+                    'prompt': env.replay(r['task'], history), 'candidates': ask_actions(r['task'])})
+    return out
+
+# %% ../nbs/14b_credit.ipynb #b0e52c05
+def ask_move(record:dict) -> dict:
+    "What an episode's first move was: hand over, or ask about no slot, one slot (the cued one? one off its default?) or several."
+    meta = record['task']['clarify']
+    family = FAMILIES[meta['family']]
+    first = next(m['content'] for m in record['dialogue_history'] if m['role'] == 'assistant')
+    slots = [] if ANSWER_MARK in first else RuleHuman.asked_slots(family, first)
+    kind = 'hand_over' if ANSWER_MARK in first else {0: 'ask_nothing', 1: 'ask_one'}.get(len(slots), 'ask_several')
+    return {'kind': kind, 'cued': meta.get('cue') is not None, 'asked_cue': kind == 'ask_one' and slots == [meta.get('cue')],
+            'asked_off': kind == 'ask_one' and slots[0] in meta['non_default']}
+
+def ask_metrics(records:Sequence[dict], # episodes of one policy on the held-out tasks, one per task
+                seed:int=0) -> dict:
+    """Reward, tests passed and success with 95% intervals over tasks; how first moves split; on cued tasks how often the
+    policy asked about the cued slot alone, and about the slot off its default; on tasks without a cue how often it handed over."""
+    moves = [ask_move(r) for r in records]
+    cued = [(r, m) for r, m in zip(records, moves) if m['cued']]
+    plain = [(r, m) for r, m in zip(records, moves) if not m['cued']]
+    out = {k: _summary([float(r[k]) for r in records], seed) for k in ('reward', 'tests_passed', 'success')}
+    out['moves'] = {k: sum(m['kind'] == k for m in moves) for k in ('hand_over', 'ask_one', 'ask_several', 'ask_nothing')}
+    out['asked_cue'] = _summary([float(m['asked_cue']) for _, m in cued], seed)
+    out['asked_off_default'] = _summary([float(m['asked_off']) for _, m in cued], seed)
+    out['hand_over_without_cue'] = _summary([float(m['kind'] == 'hand_over') for _, m in plain], seed)
+    out['reward_cued'] = _summary([float(r['reward']) for r, _ in cued], seed)
+    return out
+
+def ask_evaluate(policy:GenerationBackend, # the policy (a model's backend, `CueRule`, a `ScriptedClarifier`, ...)
+                 config:AskArmConfig, out_path=None, # JSONL of the episodes (resumed)
+                 max_new_tokens:int=48, # the policy's budget for its message
+                 progress:bool=True) -> list[dict]:
+    "The policy's greedy episodes on the held-out tasks, one each, in the asking protocol (its answers the writer's)."
+    _, test = config.tasks()
+    rollout = RolloutConfig(max_new_tokens=max_new_tokens, temperature=0.0, seed=config.data_seed, batch_size=16)
+    return run_rollouts(test, config.make_env(), ClarifyAsker(policy), rollout, out_path=out_path, progress=progress)

@@ -15,9 +15,9 @@ from .data import ANSWER_MARK
 from .render import win_rate
 
 # %% auto #0
-__all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'SAMPLING_PARAMS',
-           'SITTINGS', 'FIGURE_STYLE', 'dialogue_outcomes', 'outcome_kind', 'task_outcomes', 'bootstrap_ci',
-           'win_rate_ci', 'paired_difference_ci', 'candidate_rewards', 'ranking_check', 'answer_scores',
+__all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTCOMES', 'PERCENT', 'DIALOGUE', 'PRICED',
+           'SAMPLING_PARAMS', 'SITTINGS', 'FIGURE_STYLE', 'dialogue_outcomes', 'outcome_kind', 'task_outcomes',
+           'bootstrap_ci', 'win_rate_ci', 'paired_difference_ci', 'candidate_rewards', 'ranking_check', 'answer_scores',
            'critic_choices', 'critic_answer_scores', 'first_turn_scores', 'first_turn_agreement', 'first_turn_spread',
            'load_run', 'task_rows', 'execution_record', 'note_sitting', 'run_wall_time', 'run_rows', 'markdown_table',
            'select_runs', 'pending_runs', 'has_run', 'fmt_ci', 'compare_ci', 'paired_verdict', 'row_value', 'row_ci',
@@ -50,6 +50,7 @@ PERCENT = ('tests_passed', 'success', 'exact_match', 'answer_present', 'tool_exe
 # how a ColBench agent talks: its turns, whether its first message is its answer, and whether it marked an answer at all
 # (an episode without one ran to the turn cap, and its last message was evaluated as the answer)
 DIALOGUE = ('agent_turns', 'answered_at_once', 'marked_answer')
+PRICED = ('reward', 'questions')  # episodes whose questions have a price (clarify's asking protocol): the reward net of it, and how many were asked
 
 def dialogue_outcomes(record:dict) -> dict:
     "`agent_turns` (assistant messages), `answered_at_once` (1.0 when the first is the last) and `marked_answer` (1.0 when one carries `ANSWER_MARK`) of a dialogue episode."
@@ -70,7 +71,8 @@ def task_outcomes(records:Sequence[dict], # episode records of one label (our ro
     kind = outcome_kind(records[0])
     # ColBench episodes also say how the agent talked, when every record keeps its dialogue
     talk = kind in ('backend', 'frontend') and all(isinstance(r.get('dialogue_history'), list) for r in records)
-    names, rows = OUTCOMES[kind] + (DIALOGUE if talk else ()), {}
+    priced = kind == 'backend' and all('questions' in r for r in records)  # clarify's asking protocol: a reward net of the questions' price
+    names, rows = OUTCOMES[kind] + (DIALOGUE if talk else ()) + (PRICED if priced else ()), {}
     for i, r in enumerate(records):
         r = {**(r.get('rewards') or {}), **r, **(dialogue_outcomes(r) if talk else {})}  # search: raw reward scores under `rewards`
         missing = [k for k in OUTCOMES[kind] if k not in r]
