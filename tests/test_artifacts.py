@@ -194,3 +194,13 @@ def test_critic_texts_say_what_the_committed_scores_show():
     assert "So the penalty is spread over the answers' text, not carried by the mark" in t3 and 'of its 52 training pairs' not in t3, t3
     assert re.search(r"SWEET-RL is not separable from value function \(\+2\.2 \[-0\.5, 7\.0\] points over 40 tasks; value function's "
                      r"first-turn scores all lie in 0\.00019-0\.00024 .*? in effect a random pick\)", f3), f3
+
+
+def test_actor_arm_text_says_what_the_committed_runs_show():
+    "The credit artifact's actor arm compares with the cue rule task by task and lists every run still to come."
+    md = (FIGURES_DIR / 'credit_assignment.md').read_text()
+    assert re.search(r'- Room to learn: the cue rule is above the zero-shot policy \(\+\d+\.\d \[\d+\.\d, \d+\.\d\] points over 120 tasks\)', md), md
+    rows = {l.split(' | ')[0].lstrip('| ') for l in md.splitlines() if l.startswith('| ') and ' | ' in l}
+    assert {'per-turn DPO, SWEET critic', 'Multi-Turn DPO', 'RFT', 'cue rule (no training, reads the cue)'} <= rows, rows
+    waiting = pending_runs(RESULTS_DIR, 'ask_actor')
+    assert ('Still running:' in md) == (not waiting.empty), md
