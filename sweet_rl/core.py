@@ -328,7 +328,7 @@ def run_params(namespace:dict, # the notebook's globals (`globals()`), after its
     if not names: raise ValueError("no annotated parameters in this namespace (declare them as `name: type = value`)")
     return {k: namespace[k] for k in names if k not in exclude and k in namespace}
 
-LATER_PARAMS = {'best_of_n': {'accelerate': ''}} # parameters a notebook gained after runs of it were made, at their defaults
+LATER_PARAMS = {'best_of_n': {'accelerate': ''}, 'train_reflect': {'eval_written': False}} # parameters a notebook gained after runs of it were made, at their defaults
 
 def run_identity(experiment, params:dict) -> dict:
     "The parameters that say what a run is: without `out_dir` (where), and without a `LATER_PARAMS` entry at its default, so older runs keep their folders."

@@ -21,12 +21,13 @@ from .envs.explore import ExploreConfig, ExploreEnv, explore_tasks
 from .train import trainable_state
 
 # %% auto #0
-__all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CURRICULA', 'EXPLORE_MAX_ENTRIES', 'ReflectConfig', 'choice_env',
-           'episode_seeds', 'Memory', 'recall', 'reflection_prompt', 'policy_prompt', 'action_labels',
+__all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CURRICULA', 'EXPLORE_MAX_ENTRIES', 'ADVICE', 'ReflectConfig',
+           'choice_env', 'episode_seeds', 'Memory', 'recall', 'reflection_prompt', 'policy_prompt', 'action_labels',
            'written_reflection', 'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll',
-           'sft_target', 'label_nll', 'lora_lm', 'new_optimizer', 'sft', 'Reflector', 'written_over_budget',
-           'returns_to_go', 'reinforce_loss', 'ppo_loss', 'play', 'policy_update', 'success_rate', 'save_adapter',
-           'load_adapter', 'episode_record', 'evaluate_policy', 'train_reflect']
+           'sft_target', 'label_nll', 'lora_lm', 'new_optimizer', 'sft', 'Reflector', 'OracleReflector',
+           'advised_action', 'advice_metrics', 'written_over_budget', 'returns_to_go', 'reinforce_loss', 'ppo_loss',
+           'play', 'policy_update', 'success_rate', 'save_adapter', 'load_adapter', 'episode_record', 'evaluate_policy',
+           'train_reflect']
 
 # %% ../nbs/13c_reflect.ipynb #0872a20f
 LABELS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'  # one token each in the packaged models' vocabularies (checked by `label_ids`)
@@ -69,6 +70,7 @@ class ReflectConfig(Config):
     ppo_epochs:int=4 # ppo: optimizer steps on each iteration's episodes
     clip_eps:float=0.2 # ppo: the probability ratio is clipped to [1 - clip_eps, 1 + clip_eps]
     eval_episodes:int=20 # test episodes before and after training (greedy)
+    eval_written:bool=False # also evaluate the final policy with reflections written from the oracle (`OracleReflector`): is the advice or the policy to blame?
     save_every:int=5 # online RL: checkpoint every this many iterations (a run resumes from its last checkpoint)
     dtype:str='auto' # model weights: 'auto', 'float32' or 'bfloat16'
     seed:int=0 # seed of data, sampling and training
@@ -270,6 +272,36 @@ class Reflector:
         else: fresh = {}
         return [fresh[p] if p in fresh else self.memo[p] for p in prompts]
 
+# %% ../nbs/13c_reflect.ipynb #7df9075b
+class OracleReflector:
+    "In place of the reflection model: the annotator's reflection written from the oracle's action (`written_reflection`), always right."
+    generated = truncated = 0
+
+ADVICE = 'The best next action is:'
+
+def advised_action(reflection:str|None, # a reflection (generated or written)
+                   actions:Sequence[str], # the valid actions of the state
+                  ) -> str|None:
+    "The valid action a reflection recommends: the one after `ADVICE` if it names one, else the last one it mentions; None if none."
+    if not reflection: return None
+    text = reflection.lower()
+    tail = text.rsplit(ADVICE.lower(), 1)[1] if ADVICE.lower() in text else None
+    named = lambda t: [(t.find(a.lower()), a) for a in actions if a.lower() in t]
+    if tail is not None and (found := named(tail)): return min(found)[1]
+    return max(named(text), default=(None, None))[1]
+
+def advice_metrics(episodes:Sequence[dict]) -> dict:
+    """Over every step with a reflection: the share whose reflection recommends a valid action, whose advice is the oracle's,
+    where the policy did what the advice said, and where it did what the oracle would."""
+    steps = [s for e in episodes for s in e['steps'] if s.get('reflection') is not None]
+    if not steps: return {'steps': 0}
+    advice = [advised_action(s['reflection'], s.get('actions') or [s['action'], s.get('oracle')]) for s in steps]
+    share = lambda xs: round(sum(xs) / len(xs), 4)
+    return {'steps': len(steps), 'advice_named': share([a is not None for a in advice]),
+            'advice_right': share([a == s.get('oracle') for a, s in zip(advice, steps)]),
+            'followed': share([a == s['action'] for a, s in zip(advice, steps)]),
+            'agrees_with_oracle': share([s['action'] == s.get('oracle') for s in steps])}
+
 # %% ../nbs/13c_reflect.ipynb #eeb4221b
 def written_over_budget(tokenizer, data:Sequence[dict], # reflection data (`reflection_data`)
                         budget:int) -> int:
@@ -301,7 +333,7 @@ def ppo_loss(logprobs:torch.Tensor, # [N] log π_θ(a_h | s_h) under the weights
 def play(model, tokenizer, envs:Sequence[ChoiceEnv], # one environment per episode, played together
          seeds:Sequence[int], # reset seed of each episode
          config:ReflectConfig,
-         reflector:Reflector|None=None, # None: no reflection in the prompts
+         reflector:Reflector|None=None, # None: no reflection in the prompts; `OracleReflector()`: the annotator's, written from the oracle
          greedy:bool=False, # argmax label (evaluation) instead of sampling at `config.temperature`
          generator:torch.Generator|None=None, # seeded sampling
         ) -> list[dict]:
@@ -312,20 +344,22 @@ def play(model, tokenizer, envs:Sequence[ChoiceEnv], # one environment per episo
     memory, live = [[] for _ in envs], list(range(len(envs)))
     model.eval()
     while live:
-        refl = (reflector([reflection_prompt(envs[i].instruction, states[i], memory[i], config.memory) for i in live])
-                if reflector is not None else [None] * len(live))
+        oracle = [envs[i].oracle_action() for i in live]
+        if isinstance(reflector, OracleReflector): refl = [written_reflection(o, negative=False) for o in oracle]
+        elif reflector is not None: refl = reflector([reflection_prompt(envs[i].instruction, states[i], memory[i], config.memory) for i in live])
+        else: refl = [None] * len(live)
         acts = [envs[i].valid_actions() for i in live]
         labels = [action_labels(len(a), rng if config.shuffle_labels else None) for a in acts]
         prompts = [policy_prompt(envs[i].instruction, states[i], a, l, r, memory[i], config.memory)
                    for i, a, l, r in zip(live, acts, labels, refl)]
         with torch.no_grad(): lps = label_logprobs(model, tokenizer, prompts, [len(a) for a in acts])
-        for i, a, l, r, p, lp in zip(live, acts, labels, refl, prompts, lps):
+        for i, a, l, r, p, lp, o in zip(live, acts, labels, refl, prompts, lps, oracle):
             if greedy: k = int(lp.argmax())
             else: k = int(torch.multinomial((lp.cpu() / max(config.temperature, 1e-6)).softmax(-1), 1, generator=generator))
             action = a[l.index(LABELS[k])]
             out = envs[i].step(action)
             eps[i]['steps'].append({'prompt': p, 'n_actions': len(a), 'label': k, 'action': action, 'reward': out.reward,
-                                    'reflection': r, 'logprob': float(lp[k])})
+                                    'reflection': r, 'logprob': float(lp[k]), 'oracle': o, 'actions': list(a)})
             eps[i]['return'] += out.reward; memory[i].append(Memory(action, out.reward)); states[i] = out.observation
             if out.done: eps[i]['success'], eps[i]['done'] = bool(out.info.get('success')), True
         live = [i for i in live if not eps[i].get('done')]
@@ -380,7 +414,8 @@ def episode_record(config:ReflectConfig, episode:dict, curriculum:str|None=None)
     task = {'env': config.env, 'curriculum': curriculum or config.curriculum, 'seed': episode['seed']}
     if config.env == 'explore': task['mode'] = config.explore_mode
     return {'task': task, 'success': float(episode['success']), 'return': episode['return'], 'steps': len(episode['steps']),
-            'actions': [s['action'] for s in episode['steps']]}
+            'actions': [s['action'] for s in episode['steps']], 'oracle_actions': [s.get('oracle') for s in episode['steps']],
+            'reflections': [s.get('reflection') for s in episode['steps']]}
 
 def evaluate_policy(model, tokenizer, config:ReflectConfig, reflector:Reflector|None, n:int, batch:int=8,
                     curriculum:str|None=None,
@@ -392,7 +427,8 @@ def evaluate_policy(model, tokenizer, config:ReflectConfig, reflector:Reflector|
     for s in range(0, n, batch): eps += play(model, tokenizer, envs[:len(seeds[s:s + batch])], seeds[s:s + batch], config, reflector, greedy=True)
     if records_file is not None: write_jsonl(records_file, [episode_record(config, e, curriculum) for e in eps])
     return {'success': success_rate(eps), 'return': statistics.fmean(e['return'] for e in eps),
-            'steps': statistics.fmean(len(e['steps']) for e in eps), 'episodes': len(eps)}
+            'steps': statistics.fmean(len(e['steps']) for e in eps), 'episodes': len(eps),
+            **({'advice': advice_metrics(eps)} if reflector is not None else {})}
 
 # %% ../nbs/13c_reflect.ipynb #49b6211c
 def _stage_models(config:ReflectConfig, out:Path, data:list, progress:bool):
@@ -472,7 +508,10 @@ def train_reflect(config:ReflectConfig, out_dir, progress:bool=True) -> dict:
             tmp.replace(ckpt)
     metrics = {'config': config.to_dict(), 'sft': json.loads(sft_file.read_text()),
                'rl': evaluate_policy(model, tok, config, reflector, config.eval_episodes, records_file=out / 'episodes_rl.jsonl') if config.iterations else None,
-               'episodes': {'sft': 'episodes_sft.jsonl', **({'rl': 'episodes_rl.jsonl'} if config.iterations else {})},
+               'written': (evaluate_policy(model, tok, config, OracleReflector(), config.eval_episodes, records_file=out / 'episodes_written.jsonl')
+                           if config.eval_written and config.reflection else None),  # the same policy with advice that is always right
+               'episodes': {'sft': 'episodes_sft.jsonl', **({'rl': 'episodes_rl.jsonl'} if config.iterations else {}),
+                            **({'written': 'episodes_written.jsonl'} if config.eval_written and config.reflection else {})},
                'reflections_generated': reflector.generated if reflector else 0,
                'reflections_truncated': reflector.truncated if reflector else 0, # of those generated, cut by the budget
                'written_over_budget': over, # written reflections of the data longer than the budget
