@@ -333,7 +333,7 @@ def clarify_credit_data(config:ClarifyCreditConfig, runs_dir=None, progress:bool
     return {'train_tasks': train, 'test_tasks': test, 'offline': offline, 'states': states, 'values': values,
             'label_agreement': label_agreement(states, values, seed=config.data_seed), 'folders': {'offline': f_off, **folders}}
 
-# %% ../nbs/14b_credit.ipynb #b88c7996
+# %% ../nbs/14b_credit.ipynb #e76fa115
 @dataclass
 class AskArmConfig(Config):
     "The actor arm's tasks, protocol and behaviour data: cued requests, one priced question about one slot, a scripted writer."
@@ -364,7 +364,7 @@ def ask_offline(config:AskArmConfig, runs_dir=None, progress:bool=True) -> tuple
     return shared_rollouts(train, config.make_env(), behaviour, RolloutConfig(samples_per_task=config.samples_per_task, seed=config.data_seed),
                            what, runs_dir, progress)
 
-# %% ../nbs/14b_credit.ipynb #fcc1bbc0
+# %% ../nbs/14b_credit.ipynb #de9b179a
 def policy_view(record:dict) -> dict:
     "An episode as the policy lived it: the dialogue up to its own message, a hand-over as the bare answer mark; scores kept."
     hist = record['dialogue_history']
@@ -393,7 +393,7 @@ def ask_states(records:Sequence[dict], # offline episodes (`ask_offline`)
                     'prompt': env.replay(r['task'], history), 'candidates': ask_actions(r['task'])})
     return out
 
-# %% ../nbs/14b_credit.ipynb #b0e52c05
+# %% ../nbs/14b_credit.ipynb #e791c250
 def ask_move(record:dict) -> dict:
     "What an episode's first move was: hand over, or ask about no slot, one slot (the cued one? one off its default?) or several."
     meta = record['task']['clarify']

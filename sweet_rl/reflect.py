@@ -272,7 +272,7 @@ class Reflector:
         else: fresh = {}
         return [fresh[p] if p in fresh else self.memo[p] for p in prompts]
 
-# %% ../nbs/13c_reflect.ipynb #7df9075b
+# %% ../nbs/13c_reflect.ipynb #148fc313
 class OracleReflector:
     "In place of the reflection model: the annotator's reflection written from the oracle's action (`written_reflection`), always right."
     generated = truncated = 0
