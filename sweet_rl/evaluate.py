@@ -20,8 +20,8 @@ __all__ = ['PAPER_TABLE2', 'PAPER_TABLE3', 'PAPER_TABLE4', 'METHOD_NAMES', 'OUTC
            'bootstrap_ci', 'win_rate_ci', 'paired_difference_ci', 'candidate_rewards', 'ranking_check', 'answer_scores',
            'critic_choices', 'critic_answer_scores', 'first_turn_scores', 'first_turn_agreement', 'first_turn_spread',
            'load_run', 'task_rows', 'execution_record', 'note_sitting', 'run_wall_time', 'run_rows', 'markdown_table',
-           'select_runs', 'pending_runs', 'has_run', 'fmt_ci', 'compare_ci', 'paired_verdict', 'row_value', 'row_ci',
-           'row_tasks', 'describe_training', 'provenance', 'new_figure', 'save_figure']
+           'select_runs', 'pending_runs', 'pending_seeds', 'has_run', 'fmt_ci', 'compare_ci', 'paired_verdict',
+           'row_value', 'row_ci', 'row_tasks', 'describe_training', 'provenance', 'new_figure', 'save_figure']
 
 # %% ../nbs/14_evaluate.ipynb #133c2021
 PAPER_TABLE2 = pd.DataFrame([  # (setting, method): backend tests passed %, success %, frontend similarity, win rate %
@@ -435,6 +435,14 @@ def pending_runs(results_dir, study:str) -> pd.DataFrame:
     "The runs of `study` that had not finished when it was collected (`collect_study(partial=True)`); empty when none."
     path = Path(results_dir) / f'{study}_pending.csv'
     return pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=['run', 'notebook'])
+
+def pending_seeds(pending:pd.DataFrame, # `pending_runs` of a study
+                  notebook:str, **params) -> list[int]:
+    "The seeds of the pending runs of `notebook` with these parameter values (0 for a run without a seed parameter)."
+    if pending.empty or any(f'param.{k}' not in pending for k in params): return []
+    rows = pending[pending['notebook'] == notebook]
+    for k, v in params.items(): rows = rows[rows[f'param.{k}'].astype(str) == str(v)]
+    return sorted(int(s) for s in (rows['param.seed'] if 'param.seed' in rows else pd.Series(0, index=rows.index)).fillna(0))
 
 def has_run(table:pd.DataFrame, notebook:str, **params) -> bool:
     "Whether `table` (results or a pending list) holds a run of `notebook` with these parameter values; a parameter it lacks matches nothing."
