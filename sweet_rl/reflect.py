@@ -336,6 +336,7 @@ def play(model, tokenizer, envs:Sequence[ChoiceEnv], # one environment per episo
          reflector:Reflector|None=None, # None: no reflection in the prompts; `OracleReflector()`: the annotator's, written from the oracle
          greedy:bool=False, # argmax label (evaluation) instead of sampling at `config.temperature`
          generator:torch.Generator|None=None, # seeded sampling
+         record_oracle:bool=False, # also store the oracle's action at each step, for grading only (it never reaches a prompt)
         ) -> list[dict]:
     "Play one episode per environment with the policy: each step, the reflection (if any), the label scores over the valid actions, the action."
     rng = random.Random(stable_id([config.seed, list(seeds)]))
@@ -344,7 +345,8 @@ def play(model, tokenizer, envs:Sequence[ChoiceEnv], # one environment per episo
     memory, live = [[] for _ in envs], list(range(len(envs)))
     model.eval()
     while live:
-        oracle = [envs[i].oracle_action() for i in live]
+        told = record_oracle or isinstance(reflector, OracleReflector)
+        oracle = [envs[i].oracle_action() if told else None for i in live]
         if isinstance(reflector, OracleReflector): refl = [written_reflection(o, negative=False) for o in oracle]
         elif reflector is not None: refl = reflector([reflection_prompt(envs[i].instruction, states[i], memory[i], config.memory) for i in live])
         else: refl = [None] * len(live)
@@ -424,7 +426,8 @@ def evaluate_policy(model, tokenizer, config:ReflectConfig, reflector:Reflector|
     "Greedy episodes on `n` test seeds: success rate, mean return and mean steps."
     seeds, eps = episode_seeds(config, 'test', n), []
     envs = [choice_env(config, 'test', curriculum) for _ in range(min(batch, n))]
-    for s in range(0, n, batch): eps += play(model, tokenizer, envs[:len(seeds[s:s + batch])], seeds[s:s + batch], config, reflector, greedy=True)
+    for s in range(0, n, batch): eps += play(model, tokenizer, envs[:len(seeds[s:s + batch])], seeds[s:s + batch], config, reflector, greedy=True,
+                                                 record_oracle=True)
     if records_file is not None: write_jsonl(records_file, [episode_record(config, e, curriculum) for e in eps])
     return {'success': success_rate(eps), 'return': statistics.fmean(e['return'] for e in eps),
             'steps': statistics.fmean(len(e['steps']) for e in eps), 'episodes': len(eps),

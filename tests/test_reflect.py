@@ -40,6 +40,11 @@ def test_policy_never_asks_the_oracle_at_test_time(policy, monkeypatch):
     envs = [DangerousTaxiEnv(TaxiConfig(curriculum='pickup')) for _ in range(2)]
     eps = play(model, tok, envs, episode_seeds(c, 'test', 2), c, reflector, greedy=True)
     assert all(s['reflection'] is not None for e in eps for s in e['steps'])
+    # grading records the oracle's action beside each step, and the prompts and actions stay the same
+    monkeypatch.undo()
+    graded = play(model, tok, envs, episode_seeds(c, 'test', 2), c, reflector, greedy=True, record_oracle=True)
+    key = lambda es: [[(s['prompt'], s['action']) for s in e['steps']] for e in es]
+    assert key(graded) == key(eps) and all(s['oracle'] in s['actions'] for e in graded for s in e['steps'])
     # what the reflector reads holds no oracle: only the instruction, the memory and the state
     p = reflection_prompt(envs[0].instruction, 'the state', [])
     assert 'best next action' not in p and 'way forward' not in p
