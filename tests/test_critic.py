@@ -315,7 +315,7 @@ def test_learning_check_on_synthetic_trajectories(tmp_path):
     train, held = synthetic_trajectories(8, seed=0), synthetic_trajectories(8, seed=1)
     assert not {t['task']['problem_description'] for t in train} & {t['task']['problem_description'] for t in held}
     held_pairs = make_pairs(held)
-    cfg = CriticConfig(dtype='float32', lora_r=8, lr=1e-3, epochs=3, batch_size=4, grad_accum=1, save_steps=100)
+    cfg = CriticConfig(dtype='float32', lora_r=8, lr=1e-3, epochs=2, batch_size=4, grad_accum=1, save_steps=100)
     untrained = Critic.build(cfg).pair_accuracy(held_pairs[:2])  # its adapter starts at zero: every pair ties
     assert untrained['pair_accuracy'] == 0.5 and untrained['ties'] == 1.0
     critic = train_critic(cfg, train, tmp_path, progress=False)

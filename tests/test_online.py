@@ -121,7 +121,8 @@ def held_out_rate(policy, setting, seed=123):
 def test_reward_rises_within_a_few_steps(tmp_path):
     setting = prefix_setting()
     cfg = MTGRPOConfig(mode='or', steps=4, group_size=4, batch_size=2, max_new_tokens=4, lr=2e-3, max_grad_norm=1.0,
-                       dtype='float32', save_steps=100, seed=0, save_episodes=False)
+                       dtype='float32', save_steps=100, seed=0, save_episodes=False,
+                       gradient_checkpointing=True)  # without it the update's activations took this worker past 7 GB (OOM beside a notebook test)
     policy = OnlinePolicy.build(cfg)
     before = held_out_rate(policy, setting)
     train_mtgrpo(cfg, tmp_path / 'run', setting, progress=False, policy=policy)
