@@ -26,11 +26,12 @@ def test_critics_learn_from_episodes_of_their_own_turn_cap(tmp_path):
     assert evaluated and set(evaluated) == {1}  # the evaluation's cap is one turn: an answer at once
     assert metrics['ns'] == [1, 2] and set(metrics['curves']) == {'sweet'}
 
-def test_a_resumed_run_checks_its_critic_against_the_stored_scores(tmp_path):
+def test_a_resumed_run_checks_its_critic_against_the_stored_scores(tmp_path, tiny_lm):
     "A second sitting scores stored states again, with the critic loaded and with one trained again (a fresh machine's case)."
     out = tmp_path / 'run'
     params = dict(actor='scripted', data='scripted', scorers='sweet,random', ns='1,2', n_tasks=2, n_train_tasks=2,
-                  offline_samples_per_task=3, max_turns=1, critic_steps=1, max_new_tokens=16, simulator_max_new_tokens=16)
+                  offline_samples_per_task=3, max_turns=1, critic_steps=1, critic_model=tiny_lm, max_new_tokens=16,
+                  simulator_max_new_tokens=16)  # the bookkeeping is under test, not the backbone: the tiny critic
     first = _papermill(tmp_path, out, **params)
     assert 'rescored' not in first  # nothing was stored before this sitting
     loaded = _papermill(tmp_path, out, **params)  # the same critic, loaded from its folder
