@@ -78,12 +78,19 @@ def test_cli_reports_a_users_mistake_in_one_line():
     assert proc.returncode == 1 and 'Traceback' in proc.stderr and 'ConfigError' in proc.stderr  # on request
 
 
+def study_run_dirs(study, runs_dir, scale='smoke'):
+    "Each run of `study` at `scale` as (full params, its fresh run folder): where `collect_study` looks for it."
+    out = []
+    for nb, params in expand_study(study, scale):
+        full = check_params(nb, params)
+        d = run_dir_for(nb, full, runs_dir); d.mkdir(parents=True); out.append((full, d))
+    return out
+
+
 def test_collect_choice_episodes_and_curves(tmp_path):
     "Reflect-RL runs: episodes with a success and a return become rows (success in %, return as it is); curves a CSV."
     study = Study.from_dict({'name': 'r', 'runs': [{'notebook': 'train_reflect', 'grid': {'reflection': [True, False]}}]})
-    for reflection, succ in ((True, [1, 1, 0, 1]), (False, [0, 0, 1, 0])):
-        full = check_params('train_reflect', {'reflection': reflection})
-        d = run_dir_for('train_reflect', full, tmp_path); d.mkdir(parents=True)
+    for (full, d), succ in zip(study_run_dirs(study, tmp_path), ([1, 1, 0, 1], [0, 0, 1, 0])):
         eps = [{'task': {'env': 'taxi', 'seed': s}, 'success': float(x), 'return': 1.0 if x else -0.5} for s, x in enumerate(succ)]
         (d / 'rl.jsonl').write_text(''.join(json.dumps(e) + '\n' for e in eps))
         (d / 'params.json').write_text(json.dumps(full))
@@ -119,9 +126,7 @@ def test_collect_search_episodes(tmp_path):
 @pytest.mark.parametrize('mixed, dirty, ok', [(False, False, False), (True, False, True), (True, True, False)])
 def test_studies_carried_over_sittings_may_mix_commits(tmp_path, mixed, dirty, ok):
     study = Study.from_dict({'name': 'v', 'mixed_versions': mixed, 'runs': [{'notebook': 'train_reflect', 'grid': {'reflection': [True, False]}}]})
-    for reflection, commit in ((True, 'aaa'), (False, 'bbb')):
-        full = check_params('train_reflect', {'reflection': reflection})
-        d = run_dir_for('train_reflect', full, tmp_path); d.mkdir(parents=True)
+    for (full, d), commit in zip(study_run_dirs(study, tmp_path), ('aaa', 'bbb')):
         (d / 'rl.jsonl').write_text(json.dumps({'task': {'seed': 0}, 'success': 1.0, 'return': 1.0}) + '\n')
         (d / 'params.json').write_text(json.dumps(full))
         (d / 'metrics.json').write_text(json.dumps({'notebook': 'train_reflect', 'episodes': {'rl': 'rl.jsonl'}}))
