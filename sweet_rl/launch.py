@@ -19,9 +19,9 @@ __all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'OFFLOAD_NEEDS', 'ACCELERATE_CO
            'RELEASE_MAX_LENGTH', 'TABLE5_CRITIC', 'BEST_OF_N_CRITICS', 'global_batch', 'grad_accum_for',
            'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records',
            'parse_args', 'load_config', 'unmet_requirements', 'accelerate_from_env', 'check_requirements', 'run_stage',
-           'run_online', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts', 'training_layout',
-           'memory_terms', 'estimate_memory', 'launch_plan', 'launch_training', 'train_actor_configs',
-           'generation_kind', 'best_of_n_critic_configs']
+           'run_online', 'end_processes', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts',
+           'training_layout', 'memory_terms', 'estimate_memory', 'launch_plan', 'launch_training',
+           'train_actor_configs', 'generation_kind', 'best_of_n_critic_configs']
 
 # %% ../nbs/15_launch.ipynb #cc3930ca
 TABLE5_GLOBAL_BATCH = {'critic': 8, 'sweet': 8, 'mtdpo': 8, 'rft': 32}  # examples per optimizer step in paper Table 5
@@ -282,11 +282,20 @@ def run_online(args:argparse.Namespace, # from `parse_args`, stage 'mtgrpo'
     _say(info, f"saved {out / 'policy'}" if (out / 'policy').is_dir() else f"stopped; resume from {out / 'checkpoints'}")
     return out / 'policy'
 
+def end_processes():
+    "Wait for every process of a launch, then close its process group: a rank that exits with the group open can abort at shutdown."
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()  # rank 0 may still be writing the results
+        dist.destroy_process_group()
+
 def main(argv:Sequence[str]|None=None) -> Path|dict:
     "Entry point of `python -m sweet_rl.launch` (and of `accelerate launch ... -m sweet_rl.launch`)."
     args = parse_args(argv)
-    if args.stage == 'mtgrpo': return run_online(args)
-    if args.stage != 'plan': return run_stage(args)
+    if args.stage in ('mtgrpo', 'critic', 'actor'):
+        result = run_online(args) if args.stage == 'mtgrpo' else run_stage(args)
+        end_processes()
+        return result
     out = launch_plan(args.what, args.config, args.accelerate, args.data, args.seq_len, args.gpu_memory_gb)
     print(json.dumps(out, indent=2))
     if out['problems']: raise SystemExit(1)
