@@ -2,7 +2,7 @@
 `sweet_rl.critic.score_candidates` (context run once per model, key-value cache reused) against scoring each candidate
 on its own full sequence (`score_candidates_full`, batched the same way). Prints times, their ratio and the largest
 score difference; not a test. Also the peak memory each path adds (resident set, sampled every 10 ms), and the cached
-path with the candidates' logits projected all at once (`chunk_tokens=None`, the code before issue 14's Figure 3a
+path with the candidates' logits projected all at once (`chunk_tokens=None`, the code before the small scale's Figure 3a
 ran out of 24 GB): its time and memory against the chunked default. And the candidates run one at a time on their own
 tokens (`unpad=True`, the CPU default since Figure 3a's N = 16 runs) against padded batches: with `--length-spread`,
 candidate lengths vary as Best-of-N's do (questions and answers of one state).

@@ -1,4 +1,4 @@
-"""One-GPU check of the paper-scale path (issue 46): launched training under ZeRO-3 and FSDP, memory, decoding.
+"""One-GPU check of the paper-scale path: launched training under ZeRO-3 and FSDP, memory, decoding.
 
 Runs in ~9 minutes on one H200 with no registry access (`scripts/gpu_check.sh`, which installs the carried wheels
 first), on random-weight models built from a config and tokenizer files (nothing is downloaded):

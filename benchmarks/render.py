@@ -5,7 +5,7 @@ sample's own pages when timing, since a renderer compiles their Tailwind classes
   - persistent, first sight: a freshly started renderer renders `--n` pages it has not seen;
   - persistent, steady state: the same, after it has rendered `--warm` other pages (a long evaluation run);
   - new browser per page: start, render one page, close, for `--fresh` pages, scaled to `--n`.
-Target in issue 3: at least 10 screenshots/s with the persistent browser for typical ColBench pages.
+Target: at least 10 screenshots/s with the persistent browser for typical ColBench pages.
 Usage: python benchmarks/render.py [--n 30] [--warm 30] [--fresh 5] [--repeats 3]
 """
 import argparse, json, os, statistics, time

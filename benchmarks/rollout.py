@@ -1,5 +1,5 @@
 """Episodes per minute of 10-turn collaborative backend episodes with and without prefix caching, and their ratio (target in
-issue 14: at least 2x). Same model, tasks, seeds and settings for both, measured in the same run; prints JSON.
+target: at least 2x). Same model, tasks, seeds and settings for both, measured in the same run; prints JSON.
 
 Agent and simulated human are served by one `TransformersBackend` (default qwen2.5-coder-0.5b), so in the cached variant
 one prefix store serves both roles; the other variant is the same backend with `prefix_cache=False` (`model.generate` on
@@ -10,7 +10,7 @@ produce the same dialogues up to floating-point ties and do the same work: the J
 and the share of agent messages that came out identical.
 
     OMP_NUM_THREADS=1 python benchmarks/rollout.py --json benchmarks/results/rollout_prefix_cache_cpu.json
-    python benchmarks/rollout.py --compare batching --model smollm2-135m --turns 2 --tokens 48   # issue 3: batched vs one at a time
+    python benchmarks/rollout.py --compare batching --model smollm2-135m --turns 2 --tokens 48   # batched vs one at a time (target: at least 3x)
 """
 import argparse, datetime, json, platform, subprocess, time
 from pathlib import Path
@@ -72,7 +72,7 @@ def compare_prefix_cache(a) -> dict:
 
 
 def compare_batching(a) -> dict:
-    "Issue 3's comparison: all episodes advanced together vs one episode at a time."
+    "The batching comparison: all episodes advanced together vs one episode at a time."
     from sweet_rl.models import make_backend
     model = make_backend(a.model)
     tasks = sample_tasks('backend')[:a.episodes]

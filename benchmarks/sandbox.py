@@ -10,7 +10,7 @@ Scores N backend tasks with their ground-truth answers (as final agent messages)
      cores. Any evaluator that gives each answer a fresh process pays at least this; (2) adds isolation and limits.
 (1) and (2) are measured in alternation, `--repeats` pairs, and the ratio reported is the median of the per-pair ratios
 (this machine's speed drifts between seconds). Prints median wall times and the ratios of (2) to (1) and to (3).
-Target in issue 3: (2) at most 3x (1).
+Target: (2) at most 3x (1).
 
 Usage: python benchmarks/sandbox.py [--n 100] [--repeats 15]
 """

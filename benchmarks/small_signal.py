@@ -1,6 +1,6 @@
 """Signal check of the small scale on a real agent: does anything in the SWEET-RL pipeline separate at 0.5B?
 
-Before the small study spends CPU hours (issue 14), this script measures on the packaged Qwen2.5-Coder-0.5B-Instruct
+Before the small study spends CPU hours, this script measures on the packaged Qwen2.5-Coder-0.5B-Instruct
 (agent and simulated human, temperature 1 for the agent) what the study's tables depend on, with 95% bootstrap intervals
 over tasks (or pairs):
   1. offline data: the agent's own collaborative episodes on the bundled training tasks (several per task);

@@ -1,5 +1,5 @@
 """Peak memory of one training step's log-probabilities (forward and backward) on a LoRA-wrapped causal LM: the
-vocabulary projection as it was before issue 14's fix (chunks of positions projected, but every chunk's float32 logits
+vocabulary projection as it was as it first was (chunks of positions projected, but every chunk's float32 logits
 and log-softmax kept for the backward pass) against `sweet_rl.models.token_logprobs` today (each chunk recomputed in
 the backward pass, only the hidden states kept), with and without activation recomputation in the transformer.
 Each variant runs in its own process; peak resident memory is sampled every 5 ms and reported above the memory held

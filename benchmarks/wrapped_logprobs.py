@@ -1,6 +1,6 @@
 """Peak memory of one training step's log-probabilities (forward and backward) for a model inside a DDP wrapper, at
 Qwen's real vocabulary (151,936 tokens) with a tiny hidden size, so that the vocabulary projection is nearly all the
-memory: the wrapped path as it was before issue 46's C3 fix (`model(...).logits[:, :-1].float()` for every position,
+memory: the wrapped path as it was as it first was (`model(...).logits[:, :-1].float()` for every position,
 then `log_softmax`) against `sweet_rl.train.policy_logprobs` today (the forward through the wrapper with one position
 of logits, the backbone's hidden states projected `chunk_size` positions at a time and recomputed in the backward pass).
 Each variant runs in its own process, in a one-process gloo group with the model wrapped in

@@ -312,7 +312,7 @@ class HeadModel(torch.nn.Module):
         super().__init__()
         self.backbone, self.head = backbone, torch.nn.Linear(hidden_size, 1)
         torch.nn.init.zeros_(self.head.weight); torch.nn.init.zeros_(self.head.bias)  # starts at 0: no preference
-        # FSDP's transformer wrap policy reads the root's `_no_split_modules`: without them it shards only the root (issue 46, W5)
+        # FSDP's transformer wrap policy reads the root's `_no_split_modules`: without them it shards only the root (tests/test_fsdp_wrap.py)
         self._no_split_modules = sorted(layer_classes(backbone))
 
     def turn_values(self, input_ids, attention_mask, turn_index, num_turns:int|None=None) -> torch.Tensor:

@@ -190,7 +190,7 @@ def unmet_requirements(accelerate:dict, # from `check_accelerate_config` or `acc
                        memory_gb:dict|None, # from `estimate_memory` (None: not known)
                        gpu_memory_gb:float|None, # memory of one GPU (None: not on a GPU)
                       ) -> list[str]:
-    "What a launch needs that sweet_rl's training does not provide: each a sentence naming the requirement (issue 46, C5)."
+    "What a launch needs that sweet_rl's training does not provide: each a sentence naming the requirement (e.g. Table 4's 70B actor)."
     out = [OFFLOAD_NEEDS] if accelerate.get('offload_optimizer') else []
     if memory_gb and gpu_memory_gb and memory_gb['loading'] > gpu_memory_gb:
         out.append(f"loading needs about {memory_gb['loading']} GB per GPU, {gpu_memory_gb} GB available: every process puts the whole "

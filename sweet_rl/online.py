@@ -27,7 +27,7 @@ __all__ = ['ADVANTAGE_EPS', 'MODES', 'ENVS', 'group_normalize', 'mtgrpo_advantag
            'batch_advantages', 'MTGRPOTrainer', 'OnlinePolicy', 'train_mtgrpo', 'online_metrics', 'final_messages']
 
 # %% ../nbs/13b_online.ipynb #bfa0dfed
-ADVANTAGE_EPS = 1e-4  # DESIGN §5: (r - mean) / (std + 1e-4)
+ADVANTAGE_EPS = 1e-4  # the MT-GRPO paper's group normalization: (r - mean) / (std + 1e-4)
 
 def group_normalize(rewards:torch.Tensor, # [B] one reward per episode; groups are consecutive runs of `group_size` rows
                     group_size:int, # G: episodes per prompt

@@ -1,4 +1,4 @@
-"""Checkpoints by wall time at the paper scale (issue 46, S3): one ZeRO-3 checkpoint of an 8B model writes ~105 GiB
+"""Checkpoints by wall time at the paper scale: one ZeRO-3 checkpoint of an 8B model writes ~105 GiB
 (bf16 weights, fp32 master weights and Adam's moments), so the paper preset checkpoints every 30 minutes of wall time,
 not every 25 steps, and a launched run keeps only the last; with several processes all of them save when process 0's
 clock says so (before, `TimedCheckpoints` did nothing with more than one process)."""

@@ -121,7 +121,7 @@ def test_two_processes_follow_one_process(tmp_path):
 
 
 def test_zero3_config_launches_the_critic_trainer_on_cpu(tmp_path):
-    """`accelerate launch` with the shipped ZeRO-3 config gets past its DeepSpeed import and trains a step (issue 46, C1).
+    """`accelerate launch` with the shipped ZeRO-3 config gets past its DeepSpeed import and trains a step.
     Needs deepspeed (the gpu extra; not in the CPU set-up): one process on the CPU, bf16 off; takes ~3 minutes."""
     pytest.importorskip('deepspeed', reason="deepspeed is not installed (it is in the gpu extra: DS_BUILD_OPS=0 pip wheel "
                                             "--no-deps deepspeed==0.19.8, then install that wheel and hjson, msgpack, ninja, py-cpuinfo)")
@@ -190,7 +190,7 @@ print(json.dumps(rows))
 
 def test_policy_logprobs_under_zero3_match_the_plain_model(tmp_path):
     """Inside a ZeRO-3 engine (one CPU process, gloo) `policy_logprobs` gives the plain model's log-probs and gradients,
-    its vocabulary projection in chunks (issue 46, C3), with an untied, a tied and a frozen output head (LoRA freezes it).
+    its vocabulary projection in chunks, with an untied, a tied and a frozen output head (LoRA freezes it).
     Needs deepspeed (the gpu extra); ~30 s."""
     pytest.importorskip('deepspeed', reason="deepspeed is not installed (it is in the gpu extra)")
     (tmp_path / 'zero3_logprobs.py').write_text(ZERO3_LOGPROBS)

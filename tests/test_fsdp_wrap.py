@@ -1,4 +1,4 @@
-"""FSDP2 shards a critic with a scalar head layer by layer, as it shards a causal LM (issue 46, W5).
+"""FSDP2 shards a critic with a scalar head layer by layer, as it shards a causal LM.
 
 accelerate's transformer wrap policy (configs/accelerate/fsdp.yaml: TRANSFORMER_BASED_WRAP) reads the layer classes from
 the root module's `_no_split_modules`. A value, regression or vision critic's root is our `HeadModel`, which had none,

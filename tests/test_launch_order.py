@@ -1,4 +1,4 @@
-"""No critic, actor or policy of the calling process may hold a GPU while a launched stage trains (issue 46, C2):
+"""No critic, actor or policy of the calling process may hold a GPU while a launched stage trains:
 `launch_training` refuses to start while one is alive, and hands PyTorch's cached GPU blocks back first."""
 import subprocess, weakref
 

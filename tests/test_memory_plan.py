@@ -1,4 +1,4 @@
-"""The launch plan's memory terms, each tied to the code path it models (issue 46, W1 and S4).
+"""The launch plan's memory terms, each tied to the code path it models.
 
 `sweet_rl.launch.training_layout` reads the layout from the training code itself (`wants_reference`,
 `reference_placement`, `logits_projection`); these tests check that the code does what the layout says, and measure

@@ -1,5 +1,5 @@
 """At the paper scale the policy's candidates and evaluation decode with vLLM; the CPU scales keep the transformers
-backend (issue 46, S1/S2). vLLM is not installed on a CPU: a stand-in `vllm` module records what the engine is built
+backend. vLLM is not installed on a CPU: a stand-in `vllm` module records what the engine is built
 with and the prompt tokens it is given, so these tests check the arguments and the prompts, never vLLM's decoding."""
 import sys, types
 from pathlib import Path

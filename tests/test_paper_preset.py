@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_paper_preset_dry_run_plans_every_training(paper_cluster):
     out = reproduce('paper', dry_run=True)
     # only Table 4's runs (launched with the offload config; its 70B actors), each told what it needs that the training
-    # code does not do (issue 46, C5)
+    # code does not do
     assert out['problems'] and all(p.startswith('table4/') for p in out['problems']), out['problems']
     assert {('CPU Adam' in p, 'sharded loading' in p) for p in out['problems']} == {(True, False), (False, True)}
     plans = out['training']
@@ -30,13 +30,13 @@ def test_paper_preset_dry_run_plans_every_training(paper_cluster):
     assert (critic['layout']['seq_len'], critic['layout']['reference'], critic['layout']['projection']) == (8192, 'sharded', 'chunked')
     assert (rft['layout']['reference'], rft['layout']['sequences']) == ('none', 4)
     assert critic['memory_per_gpu_gb']['reference'] == round(critic['parameters'] * 2 / 8 / 2 ** 30, 2)  # an eighth of 15 GiB
-    # ~24 GiB for a critic or DPO pair (the audit's M1: ~64 with a whole copy and full logits), ~29 for RFT's 4 conversations (~95)
+    # ~24 GiB for a critic or DPO pair (~64 with a whole copy and full logits), ~29 for RFT's 4 conversations (~95)
     assert 20 < critic['memory_per_gpu_gb']['total'] < 28 and 24 < rft['memory_per_gpu_gb']['total'] < 33
     assert all(p['memory_per_gpu_gb']['total'] < 80 for p in plans)
 
 
 def test_a_70b_actor_is_told_what_it_needs(paper_cluster):
-    "Its optimizer state fits 8 GPUs only offloaded, and the plan says what that and the loading need (issue 46, C5)."
+    "Its optimizer state fits 8 GPUs only offloaded, and the plan says what that and the loading need."
     tmp, env = paper_cluster
     cfg = tmp / 'actor70b.json'
     cfg.write_text(json.dumps({'model': '${SWEET_RL_MODELS}/Llama-3.1-70B-Instruct', 'method': 'sweet', 'lora': False,
@@ -108,7 +108,7 @@ def test_simulator_names_match_the_documented_servers():
 
 
 def test_figure3a_critics_train_as_table2s_critic(paper_cluster):
-    "Figure 3a's critics at the paper scale: launched stages with Table 5's settings, not the notebook process in fp32 (issue 46, C6)."
+    "Figure 3a's critics at the paper scale: launched stages with Table 5's settings, not the notebook process in fp32."
     from sweet_rl.launch import TABLE5_CRITIC, train_actor_configs
     from sweet_rl.pipeline import Study, check_params, expand_study, plan_training
     plans = plan_training('figure3a', 'paper')

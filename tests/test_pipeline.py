@@ -61,7 +61,7 @@ def test_cli_dry_run_of_the_paper_preset(paper_cluster):
                           capture_output=True, text=True, env=env, timeout=300)
     out = json.loads(proc.stdout)
     assert out['scale'] == 'paper' and set(out['runs']) == set(STUDIES)  # every study, those without paper-scale runs too
-    # exit 1: Table 4's 70B actor needs what sweet_rl's training does not do (issue 46, C5), and only that is named
+    # exit 1: Table 4's 70B actor needs what sweet_rl's training does not do, and only that is named
     assert proc.returncode == 1 and out['problems'] and all(p.startswith('table4/') for p in out['problems']), proc.stderr[-2000:]
 
 

@@ -1,4 +1,4 @@
-"Prefix caching in TransformersBackend (issue 14): same replies as `model.generate` on whole prompts, reuse, budget."
+"Prefix caching in TransformersBackend: same replies as `model.generate` on whole prompts, reuse, budget."
 import pytest
 import torch
 

@@ -1,4 +1,4 @@
-"""The small scale's offline data path through the notebooks (issue 14): `data='rollouts'` collects the agent's own
+"""The small scale's offline data path through the notebooks: `data='rollouts'` collects the agent's own
 episodes on the bundled training tasks into a shared folder, and a second run with another method reuses them instead
 of collecting again. With SmolLM2 at a few tokens every reward is 0, so there are no pairs and no successes: the runs
 stop with the notebook's clear message after the data step, which is what this test needs."""

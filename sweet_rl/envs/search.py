@@ -276,7 +276,7 @@ class RewardTerm(NamedTuple):
     weight:float # the paper's weight
     fn:Callable # (history, answers) -> raw score in [0, 1]
 
-SEARCH_REWARDS = {  # DESIGN §5: the paper's rewards and weights
+SEARCH_REWARDS = {  # the MT-GRPO paper's rewards and weights
     'tool_execution': RewardTerm('turn', 0.2, tool_execution),
     'answer_in_result': RewardTerm('turn', 0.5, answer_in_result),
     'answer_present': RewardTerm('outcome', 0.5, answer_present),

@@ -128,7 +128,7 @@ CURRICULUM_HORIZONS = {'pickup': 15, 'dropoff': 30, 'full': 30}
 
 @dataclass
 class TaxiConfig(Config):
-    "DangerousTaxi: the curriculum, the horizon and the reward scale (Reflect-RL, DESIGN §6)."
+    "DangerousTaxi: the curriculum, the horizon and the reward scale (as in the Reflect-RL paper)."
     curriculum:str='full' # 'pickup' (+20 at the pick-up, then the end), 'dropoff' (start with the passenger aboard) or 'full'
     horizon:int|None=None # most agent steps in an episode; None: the curriculum's (pickup 15, dropoff 30, full 30)
     reward_scale:float=20.0 # every reward is divided by this (the authors' code): delivery 1.0, a step -0.05, danger -0.5
