@@ -403,7 +403,7 @@ def run(argv=None) -> dict:
     if not a.dry and not torch.cuda.is_available(): ap.error("no CUDA GPU here: run with --dry on a CPU")
     ctx = Context(a)
     path = Path(a.json or ROOT / 'benchmarks' / 'results' / f"gpu_check_{'dry' if a.dry else 'h200'}.json")
-    rec = Record(path, {'command': 'python benchmarks/gpu_check.py ' + ' '.join(sys.argv[1:] if argv is None else argv),
+    rec = Record(path, {'command': Path(sys.executable).name + ' benchmarks/gpu_check.py ' + ' '.join(sys.argv[1:] if argv is None else argv),
                         'mode': 'dry (CPU, tiny shapes)' if a.dry else 'gpu', 'commit': a.commit or _git_commit(),
                         'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'), 'shapes': dataclasses.asdict(ctx.shapes)})
     for name in STEPS:

@@ -3,6 +3,7 @@
 #
 #   scripts/gpu_check.sh prepare     # on a connected machine: gpucheck/ (ignored by git) with the tokenizer and wheels, < 15 MB
 #   scripts/gpu_check.sh [run] [ARGS]  # on the GPU machine, with gpucheck/ carried beside the working tree
+#                                      (set GPU_CHECK_COMMIT to the commit sent: a copied .git there may be stale)
 #   scripts/gpu_check.sh dry [ARGS]  # the same steps on the CPU at tiny shapes (what tests/test_gpu_check.py runs)
 #
 # `run` installs each carried wheel whose distribution is not installed into a temporary folder (nothing installed is
