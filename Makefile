@@ -11,9 +11,9 @@ export:
 	.venv/bin/nbdev_export
 clean:
 	.venv/bin/nbdev_clean
-reproduce:  # every study at $(SCALE) (smoke, small or paper), then the paper's tables and figures and the README section
+reproduce:  # every study at $(SCALE) (smoke, small or paper), then the paper's tables and figures and docs/results.md
 	bash scripts/setup.sh
 	.venv/bin/python -m sweet_rl.pipeline reproduce --scale $(SCALE)
-render:  # tables and figures from results/ only, then the README section
+render:  # tables and figures from results/ only, then docs/results.md
 	.venv/bin/python -m sweet_rl.pipeline render
-	.venv/bin/python -m sweet_rl.pipeline readme
+	.venv/bin/python -m sweet_rl.pipeline results-page

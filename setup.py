@@ -13,7 +13,7 @@ cfg = cfg['DEFAULT']
 licenses = {'apache2': 'Apache-2.0', 'mit': 'MIT', 'gpl2': 'GPL-2.0-only', 'gpl3': 'GPL-3.0-only', 'bsd3': 'BSD-3-Clause'}
 statuses = ['1 - Planning', '2 - Pre-Alpha', '3 - Alpha', '4 - Beta', '5 - Production/Stable']
 lic = licenses.get(cfg['license'], cfg['license'])  # an SPDX expression in settings.ini is used as is
-# pyproject.toml asks for setuptools >= 77; an older one (pip --no-build-isolation on an old image, README's offline
+# pyproject.toml asks for setuptools >= 77; an older one (pip --no-build-isolation on an old image, docs/gpu-nodes.md's offline
 # GPU node) has no license_expression and gets the same SPDX id as the License field instead.
 lic_meta = {'license_expression' if int(setuptools.__version__.split('.')[0]) >= 77 else 'license': lic}
 

@@ -1,5 +1,5 @@
 """How often each critic a study trained picks, at a training state, the same best candidate as SWEET-RL's critic
-(`sweet_rl.evaluate.critic_choices`): the check behind the README's reading of Table 3's ablations.
+(`sweet_rl.evaluate.critic_choices`): the check behind docs/results.md's reading of Table 3's ablations.
 
     python scripts/critic_choices.py                          # the committed results (results/runs)
     python scripts/critic_choices.py --runs-dir /path/to/runs # a study's runs folder

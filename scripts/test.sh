@@ -37,6 +37,6 @@ OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" python scripts/run_notebooks.py --flags 
 # Two pytest workers (pytest-xdist), one torch thread each: the tests are mostly small single-threaded models.
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" python -m pytest tests/ -q -n "${PYTEST_WORKERS:-2}" --dist worksteal --durations=15
 
-# 4. The tests left figures/ and results/ as committed, and the README shows what figures/ holds.
+# 4. The tests left figures/ and results/ as committed, and docs/results.md shows what figures/ holds.
 [ "$committed" = "$(outputs)" ] || { echo "FAIL: tests changed figures/ or results/"; exit 1; }
-python -m sweet_rl.pipeline readme --check
+python -m sweet_rl.pipeline results-page --check

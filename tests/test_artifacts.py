@@ -1,10 +1,10 @@
-"The committed paper tables and figures are exactly what the committed results render to, and the README shows them."
+"The committed paper tables and figures are exactly what the committed results render to, and docs/results.md shows them."
 import re
 from pathlib import Path
 
 from sweet_rl.evaluate import pending_runs
-from sweet_rl.pipeline import (ARTIFACTS, FIGURES_DIR, PAPER_NBS_DIR, RESULTS_DIR, ROOT, notebook_path, readme_section,
-                               render_artifacts)
+from sweet_rl.pipeline import (ARTIFACTS, FIGURES_DIR, PAPER_NBS_DIR, RESULTS_DIR, ROOT, notebook_path, RESULTS_PAGE,
+                               render_artifacts, results_section)
 
 
 def test_every_artifact_has_committed_results():
@@ -23,8 +23,8 @@ def test_rerendering_committed_results_is_byte_identical(tmp_path):
     assert not different, f"re-rendered files differ from the committed ones: {different}"
 
 
-def test_readme_results_section_is_current():
-    assert readme_section() in (ROOT / 'README.md').read_text(), "run `python -m sweet_rl.pipeline readme` and commit"
+def test_results_page_is_current():
+    assert results_section() in RESULTS_PAGE.read_text(), "run `python -m sweet_rl.pipeline results-page` and commit"
 
 
 def test_every_artifact_has_a_notebook_and_a_study():

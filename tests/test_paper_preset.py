@@ -96,15 +96,15 @@ def test_activation_checkpointing_keeps_the_losses(tmp_path, tiny_lm):
 
 
 def test_simulator_names_match_the_documented_servers():
-    "Each simulator name a paper preset sends is one the README's `vllm serve` lines serve (`--served-model-name`)."
+    "Each simulator name a paper preset sends is one the documented `vllm serve` lines serve (`--served-model-name`)."
     import re
-    readme = (ROOT / 'README.md').read_text()
+    readme = (ROOT / 'docs' / 'scale-out.md').read_text()
     served = set(re.findall(r'^vllm serve \S+ .*--served-model-name (\S+)', readme, flags=re.M))
     asked = set()
     for f in sorted((ROOT / 'studies').glob('*.yaml')):
         asked |= set(re.findall(r"'openai:([^@']+)@\$\{SWEET_RL_[A-Z_]*SIMULATOR_URL\}'", f.read_text()))
     assert asked >= {'Llama-3.1-70B-Instruct', 'Qwen2-VL-72B-Instruct'}, asked
-    assert asked <= served, f"README.md: no `vllm serve ... --served-model-name NAME` line for {sorted(asked - served)}"
+    assert asked <= served, f"docs/scale-out.md: no `vllm serve ... --served-model-name NAME` line for {sorted(asked - served)}"
 
 
 def test_figure3a_critics_train_as_table2s_critic(paper_cluster):
