@@ -39,7 +39,7 @@ REFLECTION_TOKENS = 64  # reflection budget: the annotator's longest reflection 
 class ReflectConfig(Config):
     "One Reflect-RL run: the environment and its curriculum, the two models, the reflection data, SFT and online RL (Table 3 values in comments)."
     env:str='taxi' # 'taxi' (DangerousTaxi) or 'explore' (AutoExplore)
-    curriculum:str='pickup' # taxi: 'pickup', 'dropoff' or 'full'; explore: 'depth1', 'depth2' or 'any' (depth of the answer file)
+    curriculum:str='' # taxi: 'pickup', 'dropoff' or 'full'; explore: 'depth1', 'depth2' or 'any' (depth of the answer file); '': the environment's first
     warmup_curriculum:str='' # curriculum learning: online RL starts on this curriculum ('' : none, the paper's w/o CL)
     warmup_iterations:int=0 # iterations spent on `warmup_curriculum` before `curriculum`
     explore_mode:str='find' # explore: 'find' (find a named file) or 'questions' (what a file defines or says)
@@ -78,6 +78,7 @@ class ReflectConfig(Config):
     def __post_init__(self):
         if self.env not in ('taxi', 'explore'): raise ValueError(f"env must be 'taxi' or 'explore', got {self.env!r}")
         ok = CURRICULA[self.env]
+        if not self.curriculum: self.curriculum = ok[0]  # a curriculum left unset follows the environment
         for name in (self.curriculum,) + ((self.warmup_curriculum,) if self.warmup_curriculum else ()):
             if name not in ok: raise ValueError(f"{self.env} curriculum must be one of {ok}, got {name!r}")
         if not 0 <= self.p_random <= 1: raise ValueError(f"p_random must be in [0, 1], got {self.p_random}")
