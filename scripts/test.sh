@@ -2,7 +2,13 @@
 # The test command: set-up, notebooks/package in sync, every notebook under nbdev_test, then pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The time each part took, printed when the command ends (also when a part fails): CI's budget is 45 minutes.
+parts=(); part_start=$SECONDS
+part() { parts+=("$(printf '%-34s %5d s' "$1" $((SECONDS - part_start)))"); part_start=$SECONDS; }
+report() { echo "== time by part"; for p in "${parts[@]}"; do echo "   $p"; done; echo "   total $SECONDS s"; }
+trap report EXIT
 bash scripts/setup.sh
+part "set-up"
 export PATH="$PWD/.venv/bin:$PATH"
 
 # 1. nbdev_clean and nbdev_export must not change the tree: the exported package and clean notebooks are committed.
@@ -19,6 +25,7 @@ fi
 
 # Library notebooks are committed with their executed outputs (what a reader sees in JupyterLab or on GitHub).
 python scripts/notebook_outputs.py --check
+part "export, clean, outputs in sync"
 
 # Committed paper outputs: no test may change them (pytest checks its own session too, in tests/conftest.py).
 # (only the folders that exist: find exits non-zero on a missing one, which set -e -o pipefail turns into a silent exit)
@@ -32,11 +39,14 @@ python -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>
 # first; one torch thread each keeps two training notebooks from oversubscribing a 2-core machine (2 x 2 spinning
 # OpenMP threads ran several times slower). Times and peak memory per notebook are printed as they end.
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" python scripts/run_notebooks.py --flags "$flags"
+part "notebooks (nbdev_test)"
 
 # 3. Library tests (they include re-rendering the committed figures from the committed results, byte for byte).
 # Two pytest workers (pytest-xdist), one torch thread each: the tests are mostly small single-threaded models.
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" python -m pytest tests/ -q -n "${PYTEST_WORKERS:-2}" --dist worksteal --durations=15
+part "pytest"
 
 # 4. The tests left figures/ and results/ as committed, and docs/results.md shows what figures/ holds.
 [ "$committed" = "$(outputs)" ] || { echo "FAIL: tests changed figures/ or results/"; exit 1; }
 python -m sweet_rl.pipeline results-page --check
+part "committed outputs unchanged"
