@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from .core import LIVE_SUFFIX, Config, JsonlStore, artifact_dir, atomic_write_text, best_index, file_lock, stable_id, seed_everything, write_progress
 from .data import ANSWER_MARK, dialogue_turns
-from .envs.base import human_replies
+from .envs.base import env_builder, human_replies
 from .models import Completion, GenerationBackend, SamplingParams
 
 # %% auto #0
@@ -37,28 +37,12 @@ class RolloutConfig(Config):
     n_candidates:int=1 # Best-of-N: candidate messages sampled per agent turn, the scorer picks one (needs `scorer=` when > 1)
 
 # %% ../nbs/08_rollout.ipynb #36fe9875
-def env_factory(kind:str, # 'backend', 'frontend', 'search' or 'clarify'
+def env_factory(kind:str, # any registered kind: 'backend', 'frontend', 'search', 'clarify', 'taxi', 'explore', or yours
                 simulator=None, # generation backend playing the human (None: single-turn episodes only); search: the tool (None: the country collection)
-                **config, # fields of `BackendEnvConfig` / `FrontendEnvConfig` / `SearchEnvConfig` / `ClarifyEnvConfig`: max_turns, ...
+                **config, # fields of the kind's config (`BackendEnvConfig`, `SearchEnvConfig`, ...): max_turns, ...
                ) -> Callable:
     "() -> a fresh environment of `kind` with this simulator and protocol (one config object shared by every episode)."
-    if kind == 'backend':
-        from sweet_rl.envs.backend import BackendEnv, BackendEnvConfig
-        cfg = BackendEnvConfig.from_dict(config, 'env_factory')
-        return lambda: BackendEnv(simulator, cfg)
-    if kind == 'frontend':
-        from sweet_rl.envs.frontend import FrontendEnv, FrontendEnvConfig
-        cfg = FrontendEnvConfig.from_dict(config, 'env_factory')
-        return lambda: FrontendEnv(simulator, cfg)
-    if kind == 'search':
-        from sweet_rl.envs.search import SearchEnv, SearchEnvConfig, default_search_tool
-        cfg, tool = SearchEnvConfig.from_dict(config, 'env_factory'), simulator or default_search_tool()
-        return lambda: SearchEnv(tool, cfg)
-    if kind == 'clarify':
-        from sweet_rl.envs.clarify import ClarifyEnv, ClarifyEnvConfig
-        cfg = ClarifyEnvConfig.from_dict(config, 'env_factory')
-        return lambda: ClarifyEnv(simulator, cfg)
-    raise ValueError(f"kind must be 'backend', 'frontend', 'search' or 'clarify', got {kind!r}")
+    return env_builder(kind, simulator, **config)
 
 # %% ../nbs/08_rollout.ipynb #4a20577d
 def scorer_label(scorer) -> str:

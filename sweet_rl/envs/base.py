@@ -4,13 +4,16 @@
 
 # %% ../../nbs/04_protocol.ipynb #84a6f47c
 from __future__ import annotations
-from typing import NamedTuple, Sequence
+import importlib
+from dataclasses import dataclass
+from typing import Callable, NamedTuple, Sequence
 
 from ..data import ANSWER_MARK, dialogue_turns, request_turn
 from ..models import SamplingParams
 
 # %% auto #0
-__all__ = ['CollaborativeEnv', 'human_replies', 'ChoiceStep', 'ChoiceEnv']
+__all__ = ['ENVIRONMENTS', 'CollaborativeEnv', 'human_replies', 'ChoiceStep', 'ChoiceEnv', 'EnvSpec', 'register_env',
+           'env_classes', 'env_builder', 'make_env']
 
 # %% ../../nbs/04_protocol.ipynb #d48d62d9
 class CollaborativeEnv:
@@ -99,3 +102,49 @@ class ChoiceEnv:
     def valid_actions(self) -> list[str]: raise NotImplementedError  # the actions the agent may pick now (what its prompt enumerates)
     def step(self, action:str) -> ChoiceStep: raise NotImplementedError  # apply one action of `valid_actions()`
     def oracle_action(self) -> str: raise NotImplementedError  # the expert's next action (for training data only)
+
+# %% ../../nbs/04_protocol.ipynb #e0f61515
+@dataclass(frozen=True)
+class EnvSpec:
+    "A registered environment kind: its class, its config dataclass, and how to build one."
+    env:type|str # the environment class, or 'module:Name' imported on first use
+    config:type|str # its config dataclass (`from_dict` is used when it has one), or 'module:Name'
+    build:Callable|None=None # (environment class, simulator, config) -> environment; None: `env(simulator, config)`
+
+ENVIRONMENTS: dict[str, EnvSpec] = {}
+
+def _resolve(x):
+    "A class, or the one a 'module:Name' string names."
+    if not isinstance(x, str): return x
+    module, _, name = x.partition(':')
+    return getattr(importlib.import_module(module), name)
+
+def register_env(kind:str, env, config, build:Callable|None=None, replace:bool=False) -> EnvSpec:
+    "Register `kind` for `make_env` and `env_builder`; registering a different spec under a taken kind needs `replace`."
+    spec = EnvSpec(env, config, build)
+    if ENVIRONMENTS.get(kind, spec) != spec and not replace:
+        raise ValueError(f"environment kind {kind!r} is already registered ({ENVIRONMENTS[kind].env}); pass replace=True to change it")
+    ENVIRONMENTS[kind] = spec
+    return spec
+
+def env_classes(kind:str) -> tuple[type, type]:
+    "The environment class and config class registered for `kind`."
+    if kind not in ENVIRONMENTS:
+        raise ValueError(f"unknown environment kind {kind!r}; registered: {', '.join(sorted(ENVIRONMENTS))} (add yours with register_env)")
+    return _resolve(ENVIRONMENTS[kind].env), _resolve(ENVIRONMENTS[kind].config)
+
+def env_builder(kind:str, simulator=None, **config) -> Callable:
+    "() -> a fresh environment of `kind` with this simulator; every one shares one config built from `config`'s fields."
+    env_cls, cfg_cls = env_classes(kind)
+    cfg = cfg_cls.from_dict(config, f'environment {kind!r}') if hasattr(cfg_cls, 'from_dict') else cfg_cls(**config)
+    build = ENVIRONMENTS[kind].build
+    return (lambda: build(env_cls, simulator, cfg)) if build else (lambda: env_cls(simulator, cfg))
+
+def make_env(kind:str, simulator=None, **config):
+    "A fresh environment of any registered `kind`, its config from `config`'s fields."
+    return env_builder(kind, simulator, **config)()
+
+for _kind, _env in [('backend', 'BackendEnv'), ('frontend', 'FrontendEnv'), ('search', 'SearchEnv'), ('clarify', 'ClarifyEnv')]:
+    register_env(_kind, f'sweet_rl.envs.{_kind}:{_env}', f'sweet_rl.envs.{_kind}:{_env}Config')
+register_env('taxi', 'sweet_rl.envs.taxi:DangerousTaxiEnv', 'sweet_rl.envs.taxi:TaxiConfig', build=lambda env, simulator, config: env(config))
+register_env('explore', 'sweet_rl.envs.explore:ExploreEnv', 'sweet_rl.envs.explore:ExploreConfig', build=lambda env, simulator, config: env(None, config))
