@@ -22,11 +22,11 @@ from .envs.clarify import (FAMILIES, BriefedAnswerer, ClarifyAsker, RuleHuman, S
 from .rollout import RolloutConfig, env_factory, run_rollouts, shared_rollouts
 
 # %% auto #0
-__all__ = ['first_turn_states', 'continuation_values', 'shared_states', 'shared_values', 'construction_order', 'pair_outcome',
-           'ordered_pairs', 'label_agreement', 'score_states', 'credit_metrics', 'beat_probability',
-           'fixed_order_range', 'ClarifyCreditConfig', 'LazyBackend', 'clarify_answerer', 'clarify_offline',
-           'clarify_heldout', 'clarify_credit_data', 'AskArmConfig', 'ask_offline', 'policy_view', 'ask_actions',
-           'ask_states', 'ask_move', 'ask_metrics', 'ask_evaluate']
+__all__ = ['SHIFT_TIE', 'first_turn_states', 'continuation_values', 'shared_states', 'shared_values', 'construction_order',
+           'pair_outcome', 'ordered_pairs', 'label_agreement', 'score_states', 'credit_metrics', 'beat_probability',
+           'fixed_order_range', 'reference_shifts', 'reference_shift_metrics', 'ClarifyCreditConfig', 'LazyBackend',
+           'clarify_answerer', 'clarify_offline', 'clarify_heldout', 'clarify_credit_data', 'AskArmConfig',
+           'ask_offline', 'policy_view', 'ask_actions', 'ask_states', 'ask_move', 'ask_metrics', 'ask_evaluate']
 
 # %% ../nbs/14b_credit.ipynb #37dd8755
 def _described(task, text:str, source:str, describe:Callable|None) -> dict:
@@ -256,6 +256,36 @@ def fixed_order_range(tasks:Sequence) -> tuple[float, float]|None:
             totals.append(sum(statistics.fmean(ahead[a] > ahead[b] for a in off for b in slots if b not in off) for off in sets))
         lo, hi = lo + min(totals), hi + max(totals)
     return lo / n, hi / n
+
+# %% ../nbs/14b_credit.ipynb #79244978
+SHIFT_TIE = 1e-4  # score differences this small are ties
+
+def reference_shifts(states:Sequence[dict], scores:Sequence[Sequence[float]], # `score_states` of one scorer
+                    ) -> list[dict|None]:
+    "Per state, aligned with `states`: how the reference moved its slot questions, against the all-default state with the same request and candidates (None: no such state or no info-gated pair)."
+    if len(scores) != len(states): raise ValueError(f"{len(states)} states but scores for {len(scores)}")
+    key = lambda s: (s['task'].get('problem_description'), repr(s['history']), tuple(c['text'] for c in s['candidates']))
+    base = {}
+    for s, sc in zip(states, scores):
+        if not any(c.get('non_default') for c in s['candidates']): base.setdefault(key(s), sc)
+    out = []
+    for s, sc in zip(states, scores):
+        asks = [(i, bool(c.get('non_default'))) for i, c in enumerate(s['candidates']) if c.get('kind') == 'ask_slot' and c.get('source') == 'constructed']
+        right, other = [i for i, off in asks if off], [i for i, off in asks if not off]
+        b = base.get(key(s))
+        if b is None or not right or not other: out.append(None); continue
+        shift = [x - y for x, y in zip(sc, b)]
+        gaps = [shift[i] - shift[j] for i in right for j in other]
+        out.append({'centered': statistics.fmean(1.0 if g > SHIFT_TIE else 0.0 if g < -SHIFT_TIE else 0.5 for g in gaps),
+                    'shift': statistics.fmean(shift[i] for i in right) - statistics.fmean(shift[j] for j in other)})
+    return out
+
+def reference_shift_metrics(states:Sequence[dict], scores:Sequence[Sequence[float]], seed:int=0) -> dict:
+    "Reference-centered accuracy and shift: means over states with 95% intervals over tasks, states whose right question moved up most, per-task values."
+    per = reference_shifts(states, scores)
+    got = [p for p in per if p]
+    return {'centered': _summary([p['centered'] for p in got], seed), 'shift': _summary([p['shift'] for p in got], seed),
+            'raised': sum(p['shift'] > SHIFT_TIE for p in got), 'per_task': {'centered': [p['centered'] if p else None for p in per]}}
 
 # %% ../nbs/14b_credit.ipynb #f08b9980
 @dataclass
