@@ -2,7 +2,8 @@
 # The main command: set-up, then nbs/quickstart.ipynb at its defaults. On the clarify environment, SWEET-RL critics
 # with and without training-time information and a value head, trained alike on scripted episodes, rank two questions
 # at the first turn of held-out tasks where only the hidden reference says which one matters (info-gated pairs); it
-# prints their accuracy with 95% intervals next to a training-free privileged scorer and chance, and one held-out state.
+# prints their accuracy with 95% intervals next to a training-free privileged scorer and chance, the same read against
+# each family's all-default twin (does a score move with the reference at all?), and one held-out state.
 # Output: runs/smoke/ (summary.md, episode.txt, quickstart.png, metrics.json, the executed notebook, the critics).
 set -euo pipefail
 cd "$(dirname "$0")/.."
