@@ -134,9 +134,9 @@ def construction_order(a:dict, b:dict) -> int:
         return int(bool(a.get('non_default'))) - int(bool(b.get('non_default')))
     return 0
 
-def pair_outcome(better:float, worse:float) -> float:
-    "1 when the better candidate's number is higher, one half on a tie, 0 when lower."
-    return 1.0 if better > worse else 0.5 if better == worse else 0.0
+def pair_outcome(better:float, worse:float, tie:float=0.0) -> float:
+    "1 when the better candidate's number is higher (by more than `tie`), one half on a tie, 0 when lower."
+    return 1.0 if better - worse > tie else 0.0 if worse - better > tie else 0.5
 
 def ordered_pairs(state:dict) -> list[tuple[int, int]]:
     "(better, worse) candidate indices of every pair of the state that the construction orders."
@@ -166,11 +166,14 @@ def _kind(c:dict) -> str:
     if c.get('source') == 'agent': return f"agent {'answer' if 'reward' in c else 'question'}"
     return f"{k} ({'off default' if c.get('non_default') else 'at default'})" if k == 'ask_slot' else k
 
-def _info_gated(s:dict, sc:Sequence[float]) -> float|None:
-    cs = s['candidates']
-    pairs = [(i, j) for i in range(len(cs)) for j in range(len(cs)) if cs[i].get('source') == cs[j].get('source') == 'constructed'
-             and cs[i].get('kind') == cs[j].get('kind') == 'ask_slot' and cs[i].get('non_default') and not cs[j].get('non_default')]
-    return statistics.fmean(pair_outcome(sc[i], sc[j]) for i, j in pairs) if pairs else None
+def _gated_questions(s:dict) -> tuple[list[int], list[int]]:
+    "Indices of the state's constructed slot questions: about a slot off its default, about one at it."
+    asks = [(i, bool(c.get('non_default'))) for i, c in enumerate(s['candidates']) if c.get('kind') == 'ask_slot' and c.get('source') == 'constructed']
+    return [i for i, off in asks if off], [i for i, off in asks if not off]
+
+def _info_gated(s:dict, sc:Sequence[float], tie:float=0.0) -> float|None:
+    right, other = _gated_questions(s)
+    return statistics.fmean(pair_outcome(sc[i], sc[j], tie) for i in right for j in other) if right and other else None
 
 def _pairs_accuracy(s:dict, sc:Sequence[float], answers:bool) -> float|None:
     pairs = [(i, j) for i, j in ordered_pairs(s) if ('reward' in s['candidates'][i]) == answers]
@@ -270,13 +273,11 @@ def reference_shifts(states:Sequence[dict], scores:Sequence[Sequence[float]], # 
         if not any(c.get('non_default') for c in s['candidates']): base.setdefault(key(s), sc)
     out = []
     for s, sc in zip(states, scores):
-        asks = [(i, bool(c.get('non_default'))) for i, c in enumerate(s['candidates']) if c.get('kind') == 'ask_slot' and c.get('source') == 'constructed']
-        right, other = [i for i, off in asks if off], [i for i, off in asks if not off]
+        right, other = _gated_questions(s)
         b = base.get(key(s))
         if b is None or not right or not other: out.append(None); continue
-        shift = [x - y for x, y in zip(sc, b)]
-        gaps = [shift[i] - shift[j] for i in right for j in other]
-        out.append({'centered': statistics.fmean(1.0 if g > SHIFT_TIE else 0.0 if g < -SHIFT_TIE else 0.5 for g in gaps),
+        shift = [x - y for x, y in zip(sc, b)]  # what the reference moved: the info-gated pairs read on these
+        out.append({'centered': _info_gated(s, shift, SHIFT_TIE),
                     'shift': statistics.fmean(shift[i] for i in right) - statistics.fmean(shift[j] for j in other)})
     return out
 

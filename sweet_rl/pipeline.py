@@ -600,12 +600,12 @@ def main(argv:Sequence[str]|None=None):
         table = pd.concat([study_status(s, a.scale, a.runs_dir) for s in a.studies.split(',')], ignore_index=True)
         print(table.to_string(index=False)); print(table['state'].value_counts().to_string())
     elif a.cmd in ('results-page', 'readme'):
+        name = RESULTS_PAGE.relative_to(ROOT)
         if a.check:
             ok = results_section(a.figures_dir) in RESULTS_PAGE.read_text()
-            print(f'{RESULTS_PAGE.relative_to(ROOT)} is up to date' if ok else
-                  f'{RESULTS_PAGE.relative_to(ROOT)} is out of date: run `python -m sweet_rl.pipeline results-page`')
+            print(f'{name} is up to date' if ok else f'{name} is out of date: run `python -m sweet_rl.pipeline results-page`')
             sys.exit(0 if ok else 1)
-        print(f'{RESULTS_PAGE.relative_to(ROOT)} updated' if update_results_page(figures_dir=a.figures_dir) else f'{RESULTS_PAGE.relative_to(ROOT)} unchanged')
+        print(f"{name} {'updated' if update_results_page(figures_dir=a.figures_dir) else 'unchanged'}")
     else:
         out = reproduce(a.scale, a.studies.split(',') if a.studies else None, a.runs_dir, dry_run=a.dry_run,
                         allow_mixed_versions=a.allow_mixed_versions, force=a.force)
