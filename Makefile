@@ -13,7 +13,7 @@ clean:
 	.venv/bin/nbdev_clean
 reproduce:  # every study at $(SCALE) (smoke, small or paper), then the paper's tables and figures and docs/results.md
 	bash scripts/setup.sh
-	.venv/bin/python -m sweet_rl.pipeline reproduce --scale $(SCALE)
+	.venv/bin/python -m sweet_rl.runs.pipeline reproduce --scale $(SCALE)
 render:  # tables and figures from results/ only, then docs/results.md
-	.venv/bin/python -m sweet_rl.pipeline render
-	.venv/bin/python -m sweet_rl.pipeline results-page
+	.venv/bin/python -m sweet_rl.runs.pipeline render
+	.venv/bin/python -m sweet_rl.runs.pipeline results-page

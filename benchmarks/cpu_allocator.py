@@ -20,7 +20,7 @@ per step, and the ratio of each variant's step time to `default` measured in the
 import argparse, json, os, platform, resource, statistics, subprocess, sys, time
 from pathlib import Path
 
-from sweet_rl.pipeline import system_library
+from sweet_rl.runs.pipeline import system_library
 
 LIBS = {'jemalloc': 'libjemalloc.so.2', 'tcmalloc': 'libtcmalloc_minimal.so.4'}
 def variant_env(variant:str) -> dict|None:
@@ -37,8 +37,8 @@ def variant_env(variant:str) -> dict|None:
 def child(args):
     "Run the steps in this process; print one JSON line per step."
     import torch
-    from sweet_rl.models import add_lora, load_model, token_logprobs
-    from sweet_rl.train import checkpoint_activations
+    from sweet_rl.base.models import add_lora, load_model, token_logprobs
+    from sweet_rl.base.train import checkpoint_activations
     torch.manual_seed(0)
     model, _ = load_model(args.model, device='cpu', dtype='float32')
     model = checkpoint_activations(add_lora(model))

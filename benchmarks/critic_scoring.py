@@ -1,5 +1,5 @@
 """Critic scoring of N candidate next actions after one long shared context: the cached path of
-`sweet_rl.critic.score_candidates` (context run once per model, key-value cache reused) against scoring each candidate
+`sweet_rl.methods.scorers.score_candidates` (context run once per model, key-value cache reused) against scoring each candidate
 on its own full sequence (`score_candidates_full`, batched the same way). Prints times, their ratio and the largest
 score difference; not a test. Also the peak memory each path adds (resident set, sampled every 10 ms), and the cached
 path with the candidates' logits projected all at once (`chunk_tokens=None`, the code before the small scale's Figure 3a
@@ -18,9 +18,9 @@ import argparse, json, os, platform, random, threading, time
 import torch
 from peft import LoraConfig, get_peft_model
 
-from sweet_rl.critic import candidate_inputs
-from sweet_rl.scorers import score_candidates, score_candidates_full
-from sweet_rl.models import DEFAULT_MODEL, load_model
+from sweet_rl.methods.critic import candidate_inputs
+from sweet_rl.methods.scorers import score_candidates, score_candidates_full
+from sweet_rl.base.models import DEFAULT_MODEL, load_model
 
 WORDS = ('value list index count total item name key order sort filter merge split range limit default empty none '
          'string number return result input output check error case first last each every other').split()

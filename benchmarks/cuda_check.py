@@ -41,10 +41,10 @@ def main(argv=None):
     ap.add_argument('--commit', default=None, help='code version to record (the GPU machine gets a copy without .git)')
     a = ap.parse_args(argv)
     assert torch.cuda.is_available(), 'this check needs a CUDA GPU'
-    from sweet_rl.actor import Actor, ActorConfig, pair_margins, train_actor
-    from sweet_rl.critic import Critic, CriticConfig, make_pairs, synthetic_trajectories, train_critic
-    from sweet_rl.scorers import score_candidates, score_candidates_full
-    from sweet_rl.models import SamplingParams
+    from sweet_rl.methods.actor import Actor, ActorConfig, pair_margins, train_actor
+    from sweet_rl.methods.critic import Critic, CriticConfig, make_pairs, synthetic_trajectories, train_critic
+    from sweet_rl.methods.scorers import score_candidates, score_candidates_full
+    from sweet_rl.base.models import SamplingParams
     tmp = Path(tempfile.mkdtemp())
     path = str(tiny_model(Path(a.config_dir), tmp / 'model', a.layers))
     res = {'commit': a.commit, 'command': 'python benchmarks/cuda_check.py ' + ' '.join(argv if argv is not None else sys.argv[1:]),
@@ -98,12 +98,12 @@ def main(argv=None):
         res[f'actor_{method}'] = {'seconds': round(dt, 2), 'losses': [round(r['loss'], 4) for r in log if 'loss' in r],
                                   'margin_before': before, 'margin_after': after}
     # 5. the smoke pipeline
-    from sweet_rl.actor import CandidateConfig, offline_turns, sample_candidates, score_turns, sweet_pairs
-    from sweet_rl.data import sample_tasks
-    from sweet_rl.models import TransformersBackend, load_model
-    from sweet_rl.rollout import RolloutConfig, env_factory, episode_metrics, run_rollouts, scripted_rollouts
-    from sweet_rl.sandbox import sandbox_available
-    from sweet_rl.scorers import CriticScorer
+    from sweet_rl.methods.actor import CandidateConfig, offline_turns, sample_candidates, score_turns, sweet_pairs
+    from sweet_rl.base.data import sample_tasks
+    from sweet_rl.base.models import TransformersBackend, load_model
+    from sweet_rl.base.rollout import RolloutConfig, env_factory, episode_metrics, run_rollouts, scripted_rollouts
+    from sweet_rl.base.sandbox import sandbox_available
+    from sweet_rl.methods.scorers import CriticScorer
     t0 = time.perf_counter()
     tasks = sorted(sample_tasks('backend'), key=lambda t: len(t.problem_description))
     sim = TransformersBackend(*load_model(path, dtype='auto', device='cuda'))

@@ -13,7 +13,7 @@ import argparse, json, platform, resource, sys, time
 
 import torch
 
-from sweet_rl.models import DEFAULT_MODEL, SamplingParams, TransformersBackend, load_model
+from sweet_rl.base.models import DEFAULT_MODEL, SamplingParams, TransformersBackend, load_model
 
 PROMPTS = ['Write a short story about a lighthouse keeper.', 'Explain how a hash table works, step by step.',
            'Describe the water cycle to a ten-year-old.', 'Write a Python function that merges two sorted lists, then explain it.',

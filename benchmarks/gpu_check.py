@@ -12,12 +12,12 @@ first), on random-weight models built from a config and tokenizer files (nothing
   memory_probe       Llama-3.1-8B's shape with 2 and 4 layers, one pair of 2 x 8192 tokens forward and backward
                      (activation checkpointing, frozen weights) through both log-prob paths: the model's full logits
                      and `token_logprobs`' chunked projection; per-layer cost extrapolated to 32 layers and set beside
-                     `launch.memory_terms` (the plan of `python -m sweet_rl.launch plan`);
+                     `launch.memory_terms` (the plan of `python -m sweet_rl.runs.launch plan`);
   decode             tokens/s of `TransformersBackend` at Llama-3.1-8B's shape (32 layers), 16 copies of a 2k-token
                      prompt, batch 8 and 16, 128 new tokens: the hours S1's candidate sampling would take.
 Each step's result (or its failure) is written to the JSON record as soon as it ends, and the next step still runs.
 
-`--dry` runs the same steps on the CPU at tiny shapes, in this process: the stages through `sweet_rl.launch.main`
+`--dry` runs the same steps on the CPU at tiny shapes, in this process: the stages through `sweet_rl.runs.launch.main`
 without `accelerate launch` and without a distributed engine; the FSDP step is skipped; the record says so.
 
 Usage: python benchmarks/gpu_check.py [--dry] [--json PATH] [--steps a,b,...] [--tokenizer DIR] [--work DIR]
@@ -105,7 +105,7 @@ def default_tokenizer_dir() -> Path:
     "The carried folder `gpucheck/tokenizer` (scripts/gpu_check.sh prepare), else SmolLM2-135M in sweet_rl's model cache."
     carried = ROOT / 'gpucheck' / 'tokenizer'
     if (carried / 'config.json').is_file(): return carried
-    from sweet_rl.models import resolve_model_path
+    from sweet_rl.base.models import resolve_model_path
     return resolve_model_path('smollm2-135m', fetch=False)
 
 
@@ -147,24 +147,24 @@ def step_versions(ctx:Context) -> dict:
 def step_models(ctx:Context) -> dict:
     s = ctx.shapes
     ctx.train_model = random_model(ctx.tokenizer, ctx.work / 'train_model', s.train_layers, s.train_overrides)
-    from sweet_rl.launch import model_facts
+    from sweet_rl.runs.launch import model_facts
     return {'tokenizer': str(ctx.tokenizer), 'path': str(ctx.train_model), 'layers': s.train_layers,
             'parameters': model_facts(str(ctx.train_model))['parameters']}
 
 
 def launch_command(ctx:Context, stage:str, config:Path, data:Path, out:Path, max_steps:int, accelerate:str) -> list[str]:
-    "`accelerate launch --config_file configs/accelerate/ACCELERATE --num_processes 1 -m sweet_rl.launch STAGE ...`."
+    "`accelerate launch --config_file configs/accelerate/ACCELERATE --num_processes 1 -m sweet_rl.runs.launch STAGE ...`."
     return [sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(ACCELERATE / accelerate), '--num_processes', '1',
-            '-m', 'sweet_rl.launch', stage, '--config', str(config), '--data', str(data), '--out', str(out),
+            '-m', 'sweet_rl.runs.launch', stage, '--config', str(config), '--data', str(data), '--out', str(out),
             '--max-steps', str(max_steps), '--no-progress']
 
 
 def run_launch(ctx:Context, cmd:list[str], out:Path) -> dict:
-    "Run one launched stage: in a subprocess (GPU), or its `sweet_rl.launch` part in this process (dry: no launcher, CPU)."
+    "Run one launched stage: in a subprocess (GPU), or its `sweet_rl.runs.launch` part in this process (dry: no launcher, CPU)."
     t0 = time.perf_counter()
     if ctx.dry:
-        from sweet_rl.launch import main
-        main(cmd[cmd.index('sweet_rl.launch') + 1:] + ['--cpu'])
+        from sweet_rl.runs.launch import main
+        main(cmd[cmd.index('sweet_rl.runs.launch') + 1:] + ['--cpu'])
     else:
         out.mkdir(parents=True, exist_ok=True)
         with open(out / 'launch.log', 'a') as log:  # its own session: a timeout ends the launcher and the ranks it started
@@ -195,15 +195,15 @@ def free(*_):
 
 
 def _critic_data(ctx:Context) -> Path:
-    from sweet_rl.core import write_jsonl
-    from sweet_rl.critic import synthetic_trajectories
+    from sweet_rl.base.core import write_jsonl
+    from sweet_rl.methods.critic import synthetic_trajectories
     path = ctx.work / 'trajectories.jsonl'
     if not path.is_file(): write_jsonl(path, synthetic_trajectories(8, seed=0))
     return path
 
 
 def _critic_config(ctx:Context, lora:bool, save_steps:int):
-    from sweet_rl.critic import CriticConfig
+    from sweet_rl.methods.critic import CriticConfig
     return CriticConfig(model=str(ctx.train_model), lora=lora, dtype='float32' if ctx.dry else 'auto', lr=1e-3 if lora else 1e-4,
                         batch_size=1, grad_accum=1, warmup_ratio=0.0, max_length=1024, gradient_checkpointing=True, save_steps=save_steps,
                         save_minutes=None, save_total_limit=1, logging_steps=1)
@@ -211,7 +211,7 @@ def _critic_config(ctx:Context, lora:bool, save_steps:int):
 
 def critic_launch(ctx:Context, name:str, lora:bool, accelerate:str, steps:tuple) -> dict:
     "Train the critic through one launch per entry of `steps` (each resuming the last checkpoint), then reload what it saved."
-    from sweet_rl.critic import Critic, make_pairs, synthetic_trajectories
+    from sweet_rl.methods.critic import Critic, make_pairs, synthetic_trajectories
     if ctx.train_model is None: raise Skipped("no training model (step `models` did not run)")
     out, data = ctx.work / name, _critic_data(ctx)
     config = _critic_config(ctx, lora, save_steps=steps[0]); config.save(ctx.work / f'{name}.json')
@@ -264,8 +264,8 @@ def actor_rows(method:str) -> list[dict]:
 
 
 def actor_launch(ctx:Context, method:str, accelerate:str='deepspeed_zero3.yaml') -> dict:
-    from sweet_rl.actor import Actor, ActorConfig, pair_margins
-    from sweet_rl.core import write_jsonl
+    from sweet_rl.methods.actor import Actor, ActorConfig, pair_margins
+    from sweet_rl.base.core import write_jsonl
     if ctx.train_model is None: raise Skipped("no training model (step `models` did not run)")
     name, out, steps = f'actor_{method}', ctx.work / f'actor_{method}', ctx.shapes.actor_steps
     write_jsonl(ctx.work / f'{name}.jsonl', actor_rows(method))
@@ -318,16 +318,16 @@ def peak_bytes(fn, device:str) -> tuple:
 def full_logprobs(model, ids, mask):
     "The full-logits path (`policy_logprobs` under a wrapper when the head scales its logits): every position's logits at once."
     import torch.nn.functional as F
-    from sweet_rl.models import gather_logprobs
+    from sweet_rl.base.models import gather_logprobs
     return F.pad(gather_logprobs(model(input_ids=ids, attention_mask=mask).logits[:, :-1].float(), ids[:, 1:]), (1, 0))
 
 
 def step_memory_probe(ctx:Context) -> dict:
     "Activations and vocabulary projection of one pair at 2 and 4 layers, extrapolated, beside the plan's terms."
-    from sweet_rl.critic import CriticConfig
-    from sweet_rl.launch import memory_terms, model_facts, training_layout
-    from sweet_rl.models import token_logprobs
-    from sweet_rl.train import checkpoint_activations
+    from sweet_rl.methods.critic import CriticConfig
+    from sweet_rl.runs.launch import memory_terms, model_facts, training_layout
+    from sweet_rl.base.models import token_logprobs
+    from sweet_rl.base.train import checkpoint_activations
     s, GiB = ctx.shapes, 2 ** 30
     L_paper = s.probe_config['num_hidden_layers']
     folder = ctx.work / 'probe_config'; folder.mkdir(exist_ok=True)
@@ -365,7 +365,7 @@ def step_memory_probe(ctx:Context) -> dict:
 def step_decode(ctx:Context) -> dict:
     "Decoding throughput at the 8B shape: 16 candidates of one state, as `sample_candidates` asks them of `TransformersBackend`."
     from transformers import AutoTokenizer
-    from sweet_rl.models import SamplingParams, TransformersBackend
+    from sweet_rl.base.models import SamplingParams, TransformersBackend
     s = ctx.shapes
     model = config_model(s.decode_config, s.decode_layers, ctx.device, torch.bfloat16 if not ctx.dry else torch.float32)
     tok = AutoTokenizer.from_pretrained(ctx.tokenizer)

@@ -1,4 +1,4 @@
-"""Time of Reflect-RL's label scoring (`sweet_rl.reflect.label_logprobs`) on real policy prompts: a left-padded batch
+"""Time of Reflect-RL's label scoring (`sweet_rl.methods.reflect.label_logprobs`) on real policy prompts: a left-padded batch
 run as one (`alone=False`, what a GPU does) against each prompt run on its own (`alone=True`, the CPU default).
 
 The prompts are the steps of episodes the policy plays (with reflections) at the given environment and curriculum, so
@@ -28,7 +28,7 @@ def main():
     ap.add_argument('--repeats', type=int, default=3)
     ap.add_argument('--json', help='also write the results here')
     args = ap.parse_args()
-    from sweet_rl.reflect import ReflectConfig, Reflector, choice_env, episode_seeds, label_logprobs, lora_lm, play
+    from sweet_rl.methods.reflect import ReflectConfig, Reflector, choice_env, episode_seeds, label_logprobs, lora_lm, play
     c = ReflectConfig(env=args.env, curriculum=args.curriculum, model=args.model, reflection_model=args.model,
                       reflection_tokens=args.tokens)
     policy, tok = lora_lm(args.model, c)

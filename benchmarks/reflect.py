@@ -19,7 +19,7 @@ def main(argv=None):
     ap.add_argument('--tokens', type=int, default=40, help='reflection budget')
     a = ap.parse_args(argv)
     import torch
-    from sweet_rl.reflect import ReflectConfig, Reflector, choice_env, episode_seeds, lora_lm, play
+    from sweet_rl.methods.reflect import ReflectConfig, Reflector, choice_env, episode_seeds, lora_lm, play
     c = ReflectConfig(env=a.env, curriculum=a.curriculum, model=a.model, reflection_model=a.model, reflection_tokens=a.tokens)
     policy, tok = lora_lm(a.model, c)
     refl_model, rtok = lora_lm(a.model, c)

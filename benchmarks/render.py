@@ -11,8 +11,8 @@ Usage: python benchmarks/render.py [--n 30] [--warm 30] [--fresh 5] [--repeats 3
 import argparse, json, os, statistics, time
 from pathlib import Path
 
-from sweet_rl.data import load_tasks, sample_tasks
-from sweet_rl.render import Renderer
+from sweet_rl.base.data import load_tasks, sample_tasks
+from sweet_rl.base.render import Renderer
 
 DEV = Path(os.environ.get('SWEET_RL_COLBENCH_DEV', Path(__file__).resolve().parents[2] / 'shared' / 'colbench')) / 'frontend_dev.jsonl'
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import torch
 
-from sweet_rl.data import sample_tasks
+from sweet_rl.base.data import sample_tasks
 from sweet_rl.envs.backend import ANSWER_MARK, BackendEnv, BackendEnvConfig
-from sweet_rl.models import GenerationBackend, SamplingParams, TransformersBackend, load_model
-from sweet_rl.rollout import RolloutConfig, run_rollouts
+from sweet_rl.base.models import GenerationBackend, SamplingParams, TransformersBackend, load_model
+from sweet_rl.base.rollout import RolloutConfig, run_rollouts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,7 +73,7 @@ def compare_prefix_cache(a) -> dict:
 
 def compare_batching(a) -> dict:
     "The batching comparison: all episodes advanced together vs one episode at a time."
-    from sweet_rl.models import make_backend
+    from sweet_rl.base.models import make_backend
     model = make_backend(a.model)
     tasks = sample_tasks('backend')[:a.episodes]
     env_cfg = BackendEnvConfig(max_turns=a.turns, simulator_max_new_tokens=a.tokens)

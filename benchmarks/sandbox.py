@@ -17,9 +17,9 @@ Usage: python benchmarks/sandbox.py [--n 100] [--repeats 15]
 import argparse, json, os, signal, statistics, subprocess, sys, time
 from pathlib import Path
 
-from sweet_rl.data import load_tasks, sample_tasks
+from sweet_rl.base.data import load_tasks, sample_tasks
 from sweet_rl.envs.backend import ANSWER_MARK, evaluate_batch, extract_code, _REFERENCE_CACHE, _reference_jobs
-from sweet_rl.sandbox import default_pool
+from sweet_rl.base.sandbox import default_pool
 
 DEV = Path(os.environ.get('SWEET_RL_COLBENCH_DEV', Path(__file__).resolve().parents[2] / 'shared' / 'colbench')) / 'backend_dev.jsonl'
 

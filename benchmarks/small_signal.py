@@ -23,14 +23,14 @@ from pathlib import Path
 
 def ci(values, seed=0):
     "mean and 95% percentile-bootstrap interval, in percent."
-    from sweet_rl.evaluate import bootstrap_ci
+    from sweet_rl.runs.evaluate import bootstrap_ci
     m, lo, hi = bootstrap_ci(values, seed=seed)
     return [round(100 * m, 1), round(100 * lo, 1), round(100 * hi, 1)]
 
 
 def per_task(records, field):
     "One mean of `field` per task (samples of a task averaged), in task order of first appearance."
-    from sweet_rl.core import stable_id
+    from sweet_rl.base.core import stable_id
     groups = {}
     for r in records: groups.setdefault(stable_id(r['task']), []).append(float(r[field]))
     return [statistics.fmean(v) for v in groups.values()]
@@ -64,12 +64,12 @@ def main(argv=None):
     a = ap.parse_args(argv)
 
     import torch
-    from sweet_rl.core import atomic_write_text, read_jsonl, run_manifest, seed_everything
-    from sweet_rl.critic import CriticConfig, PairConfig, make_pairs, train_critic
-    from sweet_rl.data import sample_tasks
-    from sweet_rl.models import TransformersBackend
-    from sweet_rl.rollout import CandidatePool, RolloutConfig, env_factory, run_rollouts
-    from sweet_rl.scorers import CriticScorer, RandomScorer
+    from sweet_rl.base.core import atomic_write_text, read_jsonl, run_manifest, seed_everything
+    from sweet_rl.methods.critic import CriticConfig, PairConfig, make_pairs, train_critic
+    from sweet_rl.base.data import sample_tasks
+    from sweet_rl.base.models import TransformersBackend
+    from sweet_rl.base.rollout import CandidatePool, RolloutConfig, env_factory, run_rollouts
+    from sweet_rl.methods.scorers import CriticScorer, RandomScorer
 
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     seed_everything(a.seed)

@@ -1,6 +1,6 @@
 """Peak memory of one training step's log-probabilities (forward and backward) on a LoRA-wrapped causal LM: the
 vocabulary projection as it was as it first was (chunks of positions projected, but every chunk's float32 logits
-and log-softmax kept for the backward pass) against `sweet_rl.models.token_logprobs` today (each chunk recomputed in
+and log-softmax kept for the backward pass) against `sweet_rl.base.models.token_logprobs` today (each chunk recomputed in
 the backward pass, only the hidden states kept), with and without activation recomputation in the transformer.
 Each variant runs in its own process; peak resident memory is sampled every 5 ms and reported above the memory held
 after loading the model. Prints GB, seconds and ratios against the old path measured in the same run; not a test.
@@ -40,7 +40,7 @@ def measure_backward(fn, model, ids, mask) -> dict:
 def old_token_logprobs(model, ids, mask, chunk_size=256):
     "The projection before the fix: chunked, but each chunk's logits and log-softmax stay alive until the backward pass."
     import torch.nn.functional as F
-    from sweet_rl.models import causal_lm, gather_logprobs
+    from sweet_rl.base.models import causal_lm, gather_logprobs
     lm = causal_lm(model)
     hidden = lm.base_model(input_ids=ids, attention_mask=mask).last_hidden_state[:, :-1]
     head, targets = lm.get_output_embeddings(), ids[:, 1:]
@@ -51,8 +51,8 @@ def old_token_logprobs(model, ids, mask, chunk_size=256):
 
 def child(args):
     "One variant in this process: print a JSON line with its peak memory and time."
-    from sweet_rl.models import add_lora, load_model, token_logprobs
-    from sweet_rl.train import checkpoint_activations
+    from sweet_rl.base.models import add_lora, load_model, token_logprobs
+    from sweet_rl.base.train import checkpoint_activations
     torch.manual_seed(0)
     model, _ = load_model(args.model, device='cpu', dtype=args.dtype)
     model = add_lora(model)

@@ -1,6 +1,6 @@
 """Time of one training step's log-probabilities (forward and backward) on a right-padded batch of conversations of
 different lengths, as Multi-Turn DPO and the critic see them: the padded batch run as one (`unpad=False`, what a GPU
-does) against each row run on its own tokens (`unpad=True`, the CPU default of `sweet_rl.models.token_logprobs`).
+does) against each row run on its own tokens (`unpad=True`, the CPU default of `sweet_rl.base.models.token_logprobs`).
 Row lengths default to a batch drawn from the small scale's Multi-Turn DPO pairs (Qwen2.5-Coder-0.5B's own ColBench
 episodes: 270 to 1,770 tokens, mean 540). Both variants run in this process, alternating, `--repeats` times each;
 prints seconds, the ratio against the padded batch measured in the same run, and the largest difference of the
@@ -18,7 +18,7 @@ SMALL_SCALE_BATCH = (1770, 518, 638, 266)
 
 
 def step(model, ids, mask, unpad:bool) -> tuple[float, torch.Tensor]:
-    from sweet_rl.models import token_logprobs
+    from sweet_rl.base.models import token_logprobs
     model.zero_grad(set_to_none=True)
     t0 = time.perf_counter()
     lp = token_logprobs(model, ids, mask, unpad=unpad)
@@ -34,8 +34,8 @@ def main():
     ap.add_argument('--checkpointing', action='store_true', help='recompute activations in the backward pass (the small scale)')
     ap.add_argument('--json', help='also write the results here')
     args = ap.parse_args()
-    from sweet_rl.models import add_lora, load_model
-    from sweet_rl.train import checkpoint_activations
+    from sweet_rl.base.models import add_lora, load_model
+    from sweet_rl.base.train import checkpoint_activations
     torch.manual_seed(0)
     model, _ = load_model(args.model, device='cpu', dtype='float32')
     model = add_lora(model).train()

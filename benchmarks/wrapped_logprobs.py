@@ -1,7 +1,7 @@
 """Peak memory of one training step's log-probabilities (forward and backward) for a model inside a DDP wrapper, at
 Qwen's real vocabulary (151,936 tokens) with a tiny hidden size, so that the vocabulary projection is nearly all the
 memory: the wrapped path as it was as it first was (`model(...).logits[:, :-1].float()` for every position,
-then `log_softmax`) against `sweet_rl.train.policy_logprobs` today (the forward through the wrapper with one position
+then `log_softmax`) against `sweet_rl.base.train.policy_logprobs` today (the forward through the wrapper with one position
 of logits, the backbone's hidden states projected `chunk_size` positions at a time and recomputed in the backward pass).
 Each variant runs in its own process, in a one-process gloo group with the model wrapped in
 `DistributedDataParallel`; peak resident memory is sampled every 5 ms and reported above the memory held once the model
@@ -24,7 +24,7 @@ QWEN_VOCAB = 151936  # Qwen2.5's vocabulary
 def full_logprobs(model, ids, mask):
     "The wrapped path before the fix: every position's logits from the wrapper's forward, in float32."
     import torch.nn.functional as F
-    from sweet_rl.models import gather_logprobs
+    from sweet_rl.base.models import gather_logprobs
     return F.pad(gather_logprobs(model(input_ids=ids, attention_mask=mask).logits[:, :-1].float(), ids[:, 1:]), (1, 0))
 
 
@@ -32,7 +32,7 @@ def child(args):
     "One variant in this process: print a JSON line with its peak memory and time."
     import torch.distributed as dist
     from transformers import Qwen2Config, Qwen2ForCausalLM
-    from sweet_rl.train import policy_logprobs
+    from sweet_rl.base.train import policy_logprobs
     torch.manual_seed(0)
     cfg = Qwen2Config(vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=2 * args.hidden, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=max(4096, args.tokens),

@@ -26,7 +26,7 @@ QWEN_CREDIT_RUN = '1942afdb5747'  # any Qwen-arm credit run: every one holds the
 
 def episode_row(record) -> dict:
     "Off-default slots of the task, questions the episode asked, off-default slots they reached, tests passed."
-    from sweet_rl.data import ANSWER_MARK
+    from sweet_rl.base.data import ANSWER_MARK
     from sweet_rl.envs.backend import BackendTask
     from sweet_rl.envs.clarify import RuleHuman, task_spec
     family, spec = task_spec(BackendTask.from_dict(record['task']))
@@ -48,7 +48,7 @@ def table(rows) -> list[dict]:
 
 
 def main():
-    from sweet_rl.core import atomic_write_text, read_jsonl
+    from sweet_rl.base.core import atomic_write_text, read_jsonl
     out, shared = {}, ROOT / 'results' / 'runs' / 'shared' / 'rollouts'
     for name, rid in ROLLOUTS.items():
         rows = [episode_row(r) for _, r in read_jsonl(shared / rid / 'trajectories.jsonl')]

@@ -1,7 +1,7 @@
 """Go/no-go for the asking arm of the clarify actor comparison: is there something for training to teach the 0.5B
 policy, and does it already sample what it would be taught?
 
-In the asking arm (`nbs/07e_clarify.ipynb`, "The asking arm") the policy only talks: it may ask one question about one
+In the asking arm (`nbs/15_clarify.ipynb`, "The asking arm") the policy only talks: it may ask one question about one
 slot, at a cost of 0.1, or hand over; a scripted writer turns the replies into the code. Three tasks in four carry a
 cue sentence that points at the slot off its default with probability 0.75. This samples the zero-shot policy
 (`ClarifyAsker` around Qwen2.5-Coder-0.5B-Instruct; `--prompt ask`: `ASK_PROMPT`, a question in its own words;
@@ -26,7 +26,7 @@ COST = 0.1
 
 def first_move(record) -> dict:
     "What the policy's first message did (`credit.ask_move`), whether a question held code, and the episode's scores."
-    from sweet_rl.credit import ask_move
+    from sweet_rl.runs.credit import ask_move
     first = next(m['content'] for m in record['dialogue_history'] if m['role'] == 'assistant')
     move = ask_move(record)
     return {**move, 'code': move['kind'] != 'hand_over' and ('def ' in first or '```' in first),
@@ -57,10 +57,10 @@ def main():
     ap.add_argument('--out', default='', help='output folder (default: results/clarify/ask-gonogo/<prompt>)')
     a = ap.parse_args()
     a.out = a.out or str(ROOT / 'results' / 'clarify' / 'ask-gonogo' / a.prompt)
-    from sweet_rl.core import atomic_write_text, write_jsonl, write_manifest
+    from sweet_rl.base.core import atomic_write_text, write_jsonl, write_manifest
     from sweet_rl.envs.clarify import ClarifyAsker, CueRule, ScriptedClarifier, generate_cued_tasks
-    from sweet_rl.models import TransformersBackend
-    from sweet_rl.rollout import RolloutConfig, env_factory, run_rollouts
+    from sweet_rl.base.models import TransformersBackend
+    from sweet_rl.base.rollout import RolloutConfig, env_factory, run_rollouts
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     tasks = generate_cued_tasks(a.tasks, seed=0)
     make = env_factory('clarify', max_turns=2, one_slot=True, question_cost=COST, prompt=a.prompt)

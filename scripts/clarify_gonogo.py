@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def summarize(rows:list) -> dict:
     "Mean tests passed per condition, overall, per family and by number of slots off their default, with task intervals."
-    from sweet_rl.evaluate import bootstrap_ci
+    from sweet_rl.runs.evaluate import bootstrap_ci
     def per_task(cond, keep=lambda r: True):
         by = {}
         for r in rows:
@@ -39,9 +39,9 @@ def main():
     ap.add_argument('--families', default='', help='comma-separated family names (default: all)')
     ap.add_argument('--out', default=str(ROOT / 'results' / 'clarify' / 'gonogo'))
     a = ap.parse_args()
-    from sweet_rl.core import atomic_write_text, seed_everything, write_manifest
+    from sweet_rl.base.core import atomic_write_text, seed_everything, write_manifest
     from sweet_rl.envs.clarify import generate_tasks, information_value
-    from sweet_rl.models import TransformersBackend
+    from sweet_rl.base.models import TransformersBackend
     seed_everything(a.seed)
     out, t0 = Path(a.out), time.time()
     out.mkdir(parents=True, exist_ok=True)

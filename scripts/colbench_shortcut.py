@@ -30,8 +30,8 @@ ARCHIVE = ROOT / 'results' / 'runs' / 'shared'
 
 def trajectories():
     "The 240 offline episodes in the order the critic saw them (the rollout queue: task, then sample)."
-    from sweet_rl.core import stable_id
-    from sweet_rl.data import read_jsonl, sample_tasks
+    from sweet_rl.base.core import stable_id
+    from sweet_rl.base.data import read_jsonl, sample_tasks
     rows = [r for _, r in read_jsonl(ARCHIVE / 'rollouts' / ROLLOUTS_ID / 'trajectories.jsonl')]
     order = {stable_id(t.to_dict()): i for i, t in enumerate(sample_tasks('backend', 'extra')[:60])}
     return sorted(rows, key=lambda r: (order[stable_id(r['task'])], r['sample']))
@@ -39,7 +39,7 @@ def trajectories():
 
 def critic(runs_dir=None, progress=True):
     "The critic of shared folder `CRITIC_ID`, trained in `runs/` once (its settings from the archive), then loaded."
-    from sweet_rl.critic import CriticConfig, PairConfig, shared_critic, shared_critic_dir
+    from sweet_rl.methods.critic import CriticConfig, PairConfig, shared_critic, shared_critic_dir
     saved = json.loads((ARCHIVE / 'critic' / CRITIC_ID / 'params.json').read_text())
     config, pairs, trajs = CriticConfig(**saved['config']), PairConfig(**saved['pairs']), trajectories()
     folder = shared_critic_dir(config, trajs, pairs, saved['max_steps'], runs_dir)
@@ -49,7 +49,7 @@ def critic(runs_dir=None, progress=True):
 
 def mark_tokens(tokenizer, ids:list, text:str) -> int:
     "How many leading tokens it takes to cover the answer mark (a token that runs on past it counts: 'ANSWER:Certainly'); 0 without one."
-    from sweet_rl.data import ANSWER_MARK
+    from sweet_rl.base.data import ANSWER_MARK
     if not text.lstrip().startswith(ANSWER_MARK): return 0
     return next(m for m in range(1, len(ids) + 1) if tokenizer.decode(ids[:m]).strip().startswith(ANSWER_MARK))
 
@@ -57,9 +57,9 @@ def mark_tokens(tokenizer, ids:list, text:str) -> int:
 def token_terms(critic, scorer, record) -> list[dict]:
     """Per candidate of one state: its tokens' log-probs under the trained critic with the reference, the frozen model
     with it and without it, and how many leading tokens spell the answer mark."""
-    from sweet_rl.critic import candidate_inputs
-    from sweet_rl.scorers import PrivilegedScorer
-    from sweet_rl.train import frozen_reference
+    from sweet_rl.methods.critic import candidate_inputs
+    from sweet_rl.methods.scorers import PrivilegedScorer
+    from sweet_rl.base.train import frozen_reference
     task, history, cands = record['task'], record['history'], [c if isinstance(c, str) else c['content'] for c in record['candidates']]
     tokenizer = critic.tokenizer
     enc, k = candidate_inputs(tokenizer, task, history, cands, True)
@@ -95,9 +95,9 @@ def main():
     print(f"critic ready in {time.time() - t0:.0f} s")
     if a.train_only: return
     import torch
-    from sweet_rl.core import atomic_write_text, read_jsonl, seed_everything, write_manifest
-    from sweet_rl.evaluate import answer_scores, ranking_check
-    from sweet_rl.scorers import PrivilegedScorer
+    from sweet_rl.base.core import atomic_write_text, read_jsonl, seed_everything, write_manifest
+    from sweet_rl.runs.evaluate import answer_scores, ranking_check
+    from sweet_rl.methods.scorers import PrivilegedScorer
     from tqdm.auto import tqdm
     seed_everything(0)
     cand_dir = ARCHIVE / 'candidates' / CANDIDATES_ID
@@ -105,7 +105,7 @@ def main():
     rewards = {r['id']: r['rewards'] for _, r in read_jsonl(cand_dir / 'rewards.jsonl')}
     committed = {r['record']: r['scores'] for _, r in read_jsonl(ARCHIVE / 'scores' / STORE_ID / 'scores.jsonl')}
     scorer = PrivilegedScorer(crit.model, crit.tokenizer)  # only its per-token log-probs are used (adapter on or off)
-    from sweet_rl.core import JsonlStore
+    from sweet_rl.base.core import JsonlStore
     outdir = Path(a.out); outdir.mkdir(parents=True, exist_ok=True)
     store = JsonlStore(outdir / 'scores.jsonl')  # one line per state as it is scored: a rerun resumes
     done, t1 = {r['id']: r for r in store}, time.time()

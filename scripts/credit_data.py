@@ -10,7 +10,7 @@ import argparse, dataclasses, json, time
 
 
 def main():
-    from sweet_rl.credit import ClarifyCreditConfig, clarify_heldout, clarify_offline, credit_metrics, label_agreement
+    from sweet_rl.runs.credit import ClarifyCreditConfig, clarify_heldout, clarify_offline, credit_metrics, label_agreement
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('part', choices=['offline', 'heldout'])
     ap.add_argument('--runs-dir', default=None, help='root of the run folders (default: runs/ of the repository)')

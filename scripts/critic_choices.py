@@ -1,5 +1,5 @@
 """How often each critic a study trained picks, at a training state, the same best candidate as SWEET-RL's critic
-(`sweet_rl.evaluate.critic_choices`): the check behind docs/results.md's reading of Table 3's ablations.
+(`sweet_rl.runs.evaluate.critic_choices`): the check behind docs/results.md's reading of Table 3's ablations.
 
     python scripts/critic_choices.py                          # the committed results (results/runs)
     python scripts/critic_choices.py --runs-dir /path/to/runs # a study's runs folder
@@ -7,8 +7,8 @@
 import argparse
 from pathlib import Path
 
-from sweet_rl.evaluate import critic_choices
-from sweet_rl.pipeline import ARCHIVE_DIR
+from sweet_rl.runs.evaluate import critic_choices
+from sweet_rl.runs.pipeline import ARCHIVE_DIR
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

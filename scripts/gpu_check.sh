@@ -29,7 +29,7 @@ prepare)
   "$PY" - "$CHECK/tokenizer" <<'EOF'
 import shutil, sys
 from pathlib import Path
-from sweet_rl.models import resolve_model_path
+from sweet_rl.base.models import resolve_model_path
 src = resolve_model_path('smollm2-135m')  # config and tokenizer only: the random models are built from them
 for f in src.iterdir():
     if f.name == 'config.json' or f.name.startswith(('tokenizer', 'special_tokens', 'chat_template', 'generation_config')):

@@ -30,7 +30,7 @@ Question: {problem_description}"""
 def summary(records) -> dict:
     "Tool use and answer form of sampled search episodes."
     from sweet_rl.envs.search import answer_present, exact_match, final_answer, has_tool_result
-    from sweet_rl.online import final_messages
+    from sweet_rl.methods.mtgrpo import final_messages
     tool = [r for r in records if has_tool_result(r['dialogue_history'])]
     share = lambda rs, f: sum(f(r['dialogue_history'], r['task']['answers']) for r in rs) / len(rs) if rs else None
     return {'episodes': len(records), 'tool_using': len(tool),
@@ -47,10 +47,10 @@ def main():
     ap.add_argument('--model', default='qwen2.5-coder-0.5b')
     ap.add_argument('--out', default=str(ROOT / 'results' / 'mtgrpo' / 'prompt-check'))
     a = ap.parse_args()
-    from sweet_rl.core import atomic_write_text, write_jsonl, write_manifest
-    from sweet_rl.models import make_backend
-    from sweet_rl.online import MTGRPOConfig, online_setting
-    from sweet_rl.rollout import RolloutConfig, run_rollouts
+    from sweet_rl.base.core import atomic_write_text, write_jsonl, write_manifest
+    from sweet_rl.base.models import make_backend
+    from sweet_rl.methods.mtgrpo import MTGRPOConfig, online_setting
+    from sweet_rl.base.rollout import RolloutConfig, run_rollouts
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     first = out / 'first_prompt.txt'; atomic_write_text(first, FIRST_PROMPT)
     agent, got, rows = make_backend(a.model), {}, []

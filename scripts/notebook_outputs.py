@@ -1,9 +1,9 @@
-"""Execute the library notebooks (`nbs/NN_*.ipynb`, and `nbs/NNb_*.ipynb` between two numbers) in place, so that they
+"""Execute the library notebooks (`nbs/NN_*.ipynb`; the tens digit is the folder: base, envs, methods, runs) in place, so that they
 are committed with their outputs at smoke scale: what a reader opening one in JupyterLab or on GitHub sees without
 running anything.
 
     python scripts/notebook_outputs.py            # every library notebook
-    python scripts/notebook_outputs.py 10_critic  # some of them
+    python scripts/notebook_outputs.py 20_critic  # some of them
     python scripts/notebook_outputs.py --check    # fail when a library notebook has no outputs (what CI runs)
 
 Cells run as `nbdev_test --flags slow` runs them: cells marked `#| eval: false`, `#| notest` or `#| gpu` (without a GPU)
@@ -19,7 +19,7 @@ NBS = ROOT / 'nbs'
 
 def library_notebooks(names=()) -> list[Path]:
     "The library notebooks, or those named (with or without `.ipynb`)."
-    found = sorted(NBS.glob('[0-9][0-9]*_*.ipynb'))  # 07b_search: a notebook placed between two numbers
+    found = sorted(NBS.glob('[0-9][0-9]_*.ipynb'))
     if not names: return found
     want = {Path(n).stem for n in names}
     unknown = want - {p.stem for p in found}

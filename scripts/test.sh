@@ -48,5 +48,5 @@ part "pytest"
 
 # 4. The tests left figures/ and results/ as committed, and docs/results.md shows what figures/ holds.
 [ "$committed" = "$(outputs)" ] || { echo "FAIL: tests changed figures/ or results/"; exit 1; }
-python -m sweet_rl.pipeline results-page --check
+python -m sweet_rl.runs.pipeline results-page --check
 part "committed outputs unchanged"

@@ -80,7 +80,7 @@ def tiny_lm(tmp_path_factory) -> str:
     import shutil
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
-    from sweet_rl.models import resolve_model_path
+    from sweet_rl.base.models import resolve_model_path
     src = resolve_model_path('smollm2-135m')
     cfg = AutoConfig.from_pretrained(src)
     for k, v in dict(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,

@@ -1,14 +1,14 @@
-"Tests of sweet_rl.actor: the top/bottom-half pair rule, masks token by token, and training that moves the policy the intended way."
+"Tests of sweet_rl.methods.actor: the top/bottom-half pair rule, masks token by token, and training that moves the policy the intended way."
 import random
 
 import pytest
 import torch
 
-from sweet_rl.actor import (Actor, ActorCollator, ActorConfig, CandidateConfig, offline_turns, pair_margins, rank_pairs,
+from sweet_rl.methods.actor import (Actor, ActorCollator, ActorConfig, CandidateConfig, offline_turns, pair_margins, rank_pairs,
                             rft_examples, sample_candidates, score_turns, sweet_pairs, train_actor, turn_pair_ids)
-from sweet_rl.data import sample_tasks
-from sweet_rl.models import Completion, GenerationBackend, load_tokenizer, score_conversations
-from sweet_rl.rollout import env_factory
+from sweet_rl.base.data import sample_tasks
+from sweet_rl.base.models import Completion, GenerationBackend, load_tokenizer, score_conversations
+from sweet_rl.base.rollout import env_factory
 
 
 # ---------------------------------------------------------------------------------------------- the pair rule

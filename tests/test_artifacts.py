@@ -2,8 +2,8 @@
 import re
 from pathlib import Path
 
-from sweet_rl.evaluate import pending_runs
-from sweet_rl.pipeline import (ARTIFACTS, FIGURES_DIR, PAPER_NBS_DIR, RESULTS_DIR, ROOT, notebook_path, RESULTS_PAGE,
+from sweet_rl.runs.evaluate import pending_runs
+from sweet_rl.runs.pipeline import (ARTIFACTS, FIGURES_DIR, PAPER_NBS_DIR, RESULTS_DIR, ROOT, notebook_path, RESULTS_PAGE,
                                render_artifacts, results_section)
 
 
@@ -24,7 +24,7 @@ def test_rerendering_committed_results_is_byte_identical(tmp_path):
 
 
 def test_results_page_is_current():
-    assert results_section() in RESULTS_PAGE.read_text(), "run `python -m sweet_rl.pipeline results-page` and commit"
+    assert results_section() in RESULTS_PAGE.read_text(), "run `python -m sweet_rl.runs.pipeline results-page` and commit"
 
 
 def test_every_artifact_has_a_notebook_and_a_study():

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from sweet_rl.data import BackendTask, sample_tasks
+from sweet_rl.base.data import BackendTask, sample_tasks
 from sweet_rl.envs.backend import (ANSWER_MARK, BackendEnv, BackendEnvConfig, evaluate_batch, evaluate_code,
                                    extract_code, parity_code)
 

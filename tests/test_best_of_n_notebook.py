@@ -47,7 +47,7 @@ def test_a_resumed_run_checks_its_critic_against_the_stored_scores(tmp_path, tin
 def test_critics_train_through_accelerate_launch(tmp_path, tiny_lm):
     """With `accelerate` (the paper scale), the critics train in `accelerate launch` processes (here 2 on the CPU) with Table 5's
     settings before the notebook holds a model, and the notebook scores with what they saved."""
-    from sweet_rl.launch import TABLE5_CRITIC
+    from sweet_rl.runs.launch import TABLE5_CRITIC
     out = tmp_path / 'run'
     metrics = _papermill(tmp_path, out, actor='scripted', data=str(ROOT / 'tests' / 'fixtures' / 'official_backend_offline.jsonl'),
                          scorers='sweet', ns='1,2', n_tasks=2, max_turns=1, critic_steps=1, critic_model=tiny_lm,

@@ -5,8 +5,8 @@ clock says so (before, `TimedCheckpoints` did nothing with more than one process
 import json, subprocess, sys
 from pathlib import Path
 
-from sweet_rl.launch import train_actor_configs
-from sweet_rl.pipeline import Study, check_params, expand_study, notebook_parameters
+from sweet_rl.runs.launch import train_actor_configs
+from sweet_rl.runs.pipeline import Study, check_params, expand_study, notebook_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,7 +20,7 @@ def test_paper_preset_checkpoints_by_wall_time_and_keeps_the_last(paper_cluster)
                 assert (cfg.save_minutes, cfg.save_total_limit) == (30, 1) and cfg.save_steps >= 10 ** 6, (name, what, cfg)
                 seen += 1
     assert seen >= 20  # every actor and every critic trained at the paper scale
-    for f in sorted((ROOT / 'configs' / 'paper').glob('*.json')):  # the configs for `python -m sweet_rl.launch` by hand
+    for f in sorted((ROOT / 'configs' / 'paper').glob('*.json')):  # the configs for `python -m sweet_rl.runs.launch` by hand
         d = json.loads(f.read_text())
         assert (d['save_minutes'], d['save_total_limit']) == (30, 1) and d['save_steps'] >= 10 ** 6, f.name
 
@@ -28,7 +28,7 @@ def test_paper_preset_checkpoints_by_wall_time_and_keeps_the_last(paper_cluster)
 TWO_CLOCKS = '''
 import os, sys, tempfile, torch, torch.distributed as dist
 from types import SimpleNamespace
-from sweet_rl.train import TimedCheckpoints
+from sweet_rl.base.train import TimedCheckpoints
 
 def rank_main(rank, store, out):
     dist.init_process_group('gloo', store=dist.FileStore(store, 2), rank=rank, world_size=2)

@@ -11,7 +11,7 @@ run_notebooks = importlib.util.module_from_spec(spec); spec.loader.exec_module(r
 
 
 def test_train_critic_defaults_are_the_users_and_ci_runs_smaller():
-    from sweet_rl.pipeline import load_scales, notebook_parameters
+    from sweet_rl.runs.pipeline import load_scales, notebook_parameters
     declared = notebook_parameters('train_critic')
     assert (declared['n_tasks']['default'], declared['max_steps']['default']) == (40, 32)  # the user's command
     ci = run_notebooks.ci_parameters()

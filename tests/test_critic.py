@@ -1,14 +1,14 @@
-"Tests of sweet_rl.critic: Eq. 2-3 in each normalization, preference pairs, critic inputs and masks, a LoRA critic step."
+"Tests of sweet_rl.methods.critic: Eq. 2-3 in each normalization, preference pairs, critic inputs and masks, a LoRA critic step."
 import json, math, random
 from pathlib import Path
 
 import pytest
 import torch
 
-from sweet_rl.critic import (NORMALIZATIONS, PairConfig, agent_nll, bt_loss, critic_logprobs, critic_loss, critic_messages,
+from sweet_rl.methods.critic import (NORMALIZATIONS, PairConfig, agent_nll, bt_loss, critic_logprobs, critic_loss, critic_messages,
                              encode_critic_inputs, is_success, make_pairs, token_log_ratio, training_info, trajectory_score,
                              turn_advantages)
-from sweet_rl.core import REPO_ROOT
+from sweet_rl.base.core import REPO_ROOT
 
 # one trajectory: 2 prompt tokens, agent turn 0 (2 tokens), 1 user token, agent turn 1 (3 tokens)
 TURN = torch.tensor([-1, -1, 0, 0, -1, 1, 1, 1])
@@ -167,7 +167,7 @@ def test_critic_messages_real_tasks():
 
 @pytest.fixture(scope='module')
 def tok():
-    from sweet_rl.models import load_tokenizer
+    from sweet_rl.base.models import load_tokenizer
     return load_tokenizer('smollm2-135m')
 
 
@@ -208,8 +208,8 @@ def test_mask_token_by_token_on_real_template(tok, use_hidden_info):
 
 def test_lora_critic_steps(tok):
     from peft import LoraConfig, get_peft_model
-    from sweet_rl.core import seed_everything
-    from sweet_rl.models import load_model
+    from sweet_rl.base.core import seed_everything
+    from sweet_rl.base.models import load_model
     seed_everything(0)
     base, tok = load_model('smollm2-135m', dtype='float32', device='cpu')
     with pytest.raises(ValueError, match='no adapter'): critic_logprobs(base, encode_critic_inputs(tok, [TRAJ]))
@@ -235,13 +235,13 @@ def test_lora_critic_steps(tok):
     assert all(torch.equal(p.detach(), frozen[n]) for n, p in critic.named_parameters() if n in frozen)
     # the reference really is the initial model: disabling the adapter reproduces the base log-probs
     with torch.no_grad(), critic.disable_adapter():
-        from sweet_rl.models import token_logprobs
+        from sweet_rl.base.models import token_logprobs
         again = token_logprobs(critic, chosen.input_ids, chosen.attention_mask)
     torch.testing.assert_close(again, cr)
 
 
 def test_pairs_accept_trajectory_objects_and_validate_config():
-    from sweet_rl.data import Trajectory
+    from sweet_rl.base.data import Trajectory
     objs = [Trajectory.from_dict(_traj('F', 1.0, tag='x')), Trajectory.from_dict(_traj('F', 0.0, tag='y'))]
     pairs = make_pairs(objs)
     assert len(pairs) == 1 and pairs[0]['chosen']['reward'] == 1.0 and pairs[0]['rejected']['reward'] == 0.0
@@ -252,8 +252,8 @@ def test_pairs_accept_trajectory_objects_and_validate_config():
 
 
 # ---------------------------------------------------------------- scoring API, training, learning check
-from sweet_rl.critic import Critic, CriticConfig, candidate_inputs, synthetic_trajectories, train_critic
-from sweet_rl.scorers import CriticScorer, JudgeScorer, parse_verdict, score_candidates, score_candidates_full
+from sweet_rl.methods.critic import Critic, CriticConfig, candidate_inputs, synthetic_trajectories, train_critic
+from sweet_rl.methods.scorers import CriticScorer, JudgeScorer, parse_verdict, score_candidates, score_candidates_full
 
 
 @pytest.fixture(scope='module')
@@ -295,7 +295,7 @@ def test_candidate_inputs_refuse_bad_input(tok):
 
 def test_head_scoring_cache_matches_full_sequence(perturbed_critic):
     "Regression/value heads: the cached candidate pooling equals pooling on each full sequence."
-    from sweet_rl.critic import HeadModel
+    from sweet_rl.methods.critic import HeadModel
     c = perturbed_critic
     hm = HeadModel(c.model, c.model.get_base_model().config.hidden_size)
     with torch.no_grad(): hm.head.weight.normal_(0, 0.1); hm.head.bias.fill_(0.1)

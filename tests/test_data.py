@@ -1,11 +1,11 @@
-"Tests of sweet_rl.data: byte-identical round trips, errors that name file/line/field, folder layouts, splits, sample."
+"Tests of sweet_rl.base.data: byte-identical round trips, errors that name file/line/field, folder layouts, splits, sample."
 import json, os, random
 from pathlib import Path
 
 import pytest
 
-from sweet_rl.core import REPO_ROOT
-from sweet_rl.data import (BackendTask, DataError, FrontendTask, OFFLINE_TRAJECTORIES, SAMPLE_DIR, Trajectory, Turn,
+from sweet_rl.base.core import REPO_ROOT
+from sweet_rl.base.data import (BackendTask, DataError, FrontendTask, OFFLINE_TRAJECTORIES, SAMPLE_DIR, Trajectory, Turn,
                            load_tasks, load_trajectories, sample_tasks, save_tasks, save_trajectories, split_tasks)
 
 DEV_DIR = Path(os.environ.get('SWEET_RL_COLBENCH_DEV') or (REPO_ROOT.parent / 'shared' / 'colbench' if REPO_ROOT else Path('/nonexistent')))

@@ -1,7 +1,7 @@
 """Critic training under `accelerate launch`: 2 CPU processes (gloo) follow the loss trajectory of 1 process at the same global batch.
 
 Arrangement. Both runs train on the same 8 synthetic pairs with global batch 4 = 2 x 1 process x accumulation 2 (plain
-`python -m sweet_rl.launch`) = 1 x 2 processes x accumulation 2 (`accelerate launch`, configs/accelerate/cpu_2proc.yaml).
+`python -m sweet_rl.runs.launch`) = 1 x 2 processes x accumulation 2 (`accelerate launch`, configs/accelerate/cpu_2proc.yaml).
 accelerate's seeded sampler draws the same permutation in every process and deals micro-batches out in turn, so
 step k of both runs trains on examples 4k..4k+3 of that permutation (`step_examples` replays it; 8 is a multiple of 4,
 so no step is padded with repeats). Each micro-batch loss is a mean over equally many pairs, DDP averages the gradients
@@ -26,10 +26,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from sweet_rl.core import write_jsonl
-from sweet_rl.critic import Critic, CriticConfig, agent_nll, make_pairs, synthetic_trajectories
-from sweet_rl.models import token_logprobs
-from sweet_rl.launch import check_accelerate_config, global_batch, step_examples
+from sweet_rl.base.core import write_jsonl
+from sweet_rl.methods.critic import Critic, CriticConfig, agent_nll, make_pairs, synthetic_trajectories
+from sweet_rl.base.models import token_logprobs
+from sweet_rl.runs.launch import check_accelerate_config, global_batch, step_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_2PROC = ROOT / 'configs' / 'accelerate' / 'cpu_2proc.yaml'
@@ -78,8 +78,8 @@ def test_two_processes_follow_one_process(tmp_path):
     write_jsonl(tmp_path / 'trajectories.jsonl', trajectories)
     start = time.time()
     # `python -m accelerate.commands.launch` is `accelerate launch`, found without relying on PATH
-    runs = {'one': _launch([sys.executable, '-m', 'sweet_rl.launch'], tmp_path, 'one', _config(2, 2)),
-            'two': _launch([sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(CPU_2PROC), '-m', 'sweet_rl.launch'],
+    runs = {'one': _launch([sys.executable, '-m', 'sweet_rl.runs.launch'], tmp_path, 'one', _config(2, 2)),
+            'two': _launch([sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(CPU_2PROC), '-m', 'sweet_rl.runs.launch'],
                            tmp_path, 'two', _config(1, 2))}
     try:  # both at once: 3 single-threaded processes on the CPU
         for proc in runs.values(): proc.wait(timeout=900)
@@ -128,7 +128,7 @@ def test_zero3_config_launches_the_critic_trainer_on_cpu(tmp_path):
     write_jsonl(tmp_path / 'trajectories.jsonl', synthetic_trajectories(4, seed=SEED))
     zero3 = ROOT / 'configs' / 'accelerate' / 'deepspeed_zero3.yaml'
     proc = _launch([sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(zero3), '--num_processes', '1',
-                    '--mixed_precision', 'no', '-m', 'sweet_rl.launch'], tmp_path, 'zero3', _config(1, 1))
+                    '--mixed_precision', 'no', '-m', 'sweet_rl.runs.launch'], tmp_path, 'zero3', _config(1, 1))
     try: rc = proc.wait(timeout=600)
     finally:
         if proc.poll() is None: os.killpg(proc.pid, signal.SIGKILL)
@@ -145,8 +145,8 @@ os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port), RANK='0', LOCA
 import deepspeed
 from deepspeed.utils import safe_get_full_grad
 from transformers import LlamaConfig, LlamaForCausalLM
-from sweet_rl.models import token_logprobs
-from sweet_rl.train import policy_logprobs
+from sweet_rl.base.models import token_logprobs
+from sweet_rl.base.train import policy_logprobs
 
 V, CHUNK = 97, 4
 aten = torch.ops.aten

@@ -6,7 +6,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from sweet_rl.envs.base import ChoiceStep
+from sweet_rl.base.protocol import ChoiceStep
 from sweet_rl.envs.explore import (EXPLORE_REPOSITORIES, ExploreConfig, ExploreEnv, ExploreTask, explore_repositories,
                                    explore_tasks, find_questions, keep_files, path_depth, repository_digest, repository_files,
                                    repository_questions, repository_source, resolve_path)

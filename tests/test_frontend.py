@@ -1,5 +1,5 @@
 """Tests of the frontend's page side: HTML extraction (sweet_rl.envs.frontend), offline rendering, similarity metrics and win
-rate (sweet_rl.render)."""
+rate (sweet_rl.base.render)."""
 import asyncio, hashlib, io, json, os, socket, threading, time
 from pathlib import Path
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from sweet_rl.core import ConfigError, read_jsonl
+from sweet_rl.base.core import ConfigError, read_jsonl
 from sweet_rl.envs.frontend import HtmlExtractionError, extract_html
-from sweet_rl.render import (
+from sweet_rl.base.render import (
     PLACEHOLDER_RGB, ClipSimilarity, ClipWeightsMissing, RenderError, Renderer, VisualSimilarity, fold_v2_opacity,
     is_greenish, npm_package_dir, picsum_size, render_references, request_kind, similarity_metric, tailwind_candidates,
     win_rate)
@@ -19,9 +19,9 @@ SHARED_DEV = Path('/work/shared/colbench/frontend_dev.jsonl')
 
 
 def frontend_tasks() -> list[dict]:
-    "The bundled frontend sample (via sweet_rl.data when it provides it), else the shared development file."
+    "The bundled frontend sample (via sweet_rl.base.data when it provides it), else the shared development file."
     try:
-        from sweet_rl.data import sample_tasks
+        from sweet_rl.base.data import sample_tasks
         return [{'ground_truth': t.ground_truth} for t in sample_tasks('frontend')]
     except Exception:
         if not SHARED_DEV.exists(): pytest.skip('no frontend tasks available')

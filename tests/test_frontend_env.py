@@ -4,9 +4,9 @@ import base64, http.server, io, json, threading
 import pytest
 from PIL import Image
 
-from sweet_rl.data import sample_tasks
+from sweet_rl.base.data import sample_tasks
 from sweet_rl.envs.frontend import FrontendEnv, FrontendEnvConfig
-from sweet_rl.models import OpenAIBackend, check_conversations
+from sweet_rl.base.models import OpenAIBackend, check_conversations
 
 
 class _VLMStub(http.server.BaseHTTPRequestHandler):

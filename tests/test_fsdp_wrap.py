@@ -11,9 +11,9 @@ import torch
 
 from accelerate.utils import FullyShardedDataParallelPlugin
 from accelerate.utils.fsdp_utils import fsdp2_prepare_auto_wrap_policy
-from sweet_rl.critic import Critic, CriticConfig
-from sweet_rl.launch import ACCELERATE_CONFIGS, launcher_env
-from sweet_rl.vision_critic import VisionHeadModel
+from sweet_rl.methods.critic import Critic, CriticConfig
+from sweet_rl.runs.launch import ACCELERATE_CONFIGS, launcher_env
+from sweet_rl.methods.vision_critic import VisionHeadModel
 
 
 def _wrapped(model) -> list[str]:

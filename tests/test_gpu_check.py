@@ -1,7 +1,7 @@
 """benchmarks/gpu_check.py (scripts/gpu_check.sh) in its dry mode: every step of the one-GPU check, at tiny shapes on the CPU.
 
 The GPU mode launches the same stages with `accelerate launch` through the shipped ZeRO-3 and FSDP configs; the dry mode
-runs their `sweet_rl.launch` part in-process (no launcher, no engine) and skips FSDP, and its record says so.
+runs their `sweet_rl.runs.launch` part in-process (no launcher, no engine) and skips FSDP, and its record says so.
 """
 import importlib.util, json, math
 from pathlib import Path
@@ -33,7 +33,7 @@ def test_dry_run_records_every_step(gpu_check, tmp_path):
     assert full['resumed'] and full['resumed_from'] == f'checkpoint-{first}' and len(full['losses']) == last
     for name in ('zero3_critic_full', 'zero3_critic_lora', 'zero3_sweet', 'zero3_mtdpo', 'zero3_rft'):
         s = steps[name]
-        assert 'dry' in s['engine'] and 'configs/accelerate/deepspeed_zero3.yaml --num_processes 1 -m sweet_rl.launch' in s['command']
+        assert 'dry' in s['engine'] and 'configs/accelerate/deepspeed_zero3.yaml --num_processes 1 -m sweet_rl.runs.launch' in s['command']
         assert s['reloaded'].get('finite', s['reloaded'].get('turn_scores_finite')) and s['reloaded']['changed_share'] > 0, (name, s)
         assert all(math.isfinite(l) for l in s['losses'])
 

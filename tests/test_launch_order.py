@@ -5,9 +5,9 @@ import subprocess, weakref
 import pytest
 import torch
 
-from sweet_rl import train
-from sweet_rl.critic import Critic, CriticConfig, synthetic_trajectories
-from sweet_rl.launch import ACCELERATE_CONFIGS, launch_training
+from sweet_rl.base import train
+from sweet_rl.methods.critic import Critic, CriticConfig, synthetic_trajectories
+from sweet_rl.runs.launch import ACCELERATE_CONFIGS, launch_training
 
 
 def test_launch_waits_for_the_notebooks_models_to_be_freed(tmp_path, tiny_lm, monkeypatch):

@@ -1,6 +1,6 @@
 """The launch plan's memory terms, each tied to the code path it models.
 
-`sweet_rl.launch.training_layout` reads the layout from the training code itself (`wants_reference`,
+`sweet_rl.runs.launch.training_layout` reads the layout from the training code itself (`wants_reference`,
 `reference_placement`, `logits_projection`); these tests check that the code does what the layout says, and measure
 the terms that can be measured on a CPU at tiny shapes: the weights each trainer holds (counted), the reference's
 sharding (ZeRO-3 and FSDP, one process), and the positions projected to the vocabulary at once (every call seen).
@@ -14,10 +14,10 @@ import torch
 import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from sweet_rl.actor import Actor, ActorConfig
-from sweet_rl.critic import Critic, CriticConfig
-from sweet_rl.launch import LOGIT_BYTES, memory_terms, model_facts, training_layout
-from sweet_rl.train import is_sharded, policy_logprobs, reference_logprobs, reference_placement, shard_reference
+from sweet_rl.methods.actor import Actor, ActorConfig
+from sweet_rl.methods.critic import Critic, CriticConfig
+from sweet_rl.runs.launch import LOGIT_BYTES, memory_terms, model_facts, training_layout
+from sweet_rl.base.train import is_sharded, policy_logprobs, reference_logprobs, reference_placement, shard_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 ONE_PROCESS = {'distributed_type': 'NO', 'processes': 1}
@@ -126,8 +126,8 @@ ZERO3_REFERENCE = '''
 import json, math, os, socket, sys
 with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
 os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port), RANK='0', LOCAL_RANK='0', WORLD_SIZE='1')
-from sweet_rl.critic import Critic, CriticConfig, synthetic_trajectories, training_examples
-from sweet_rl.train import ExampleDataset, training_arguments, unwrap_model
+from sweet_rl.methods.critic import Critic, CriticConfig, synthetic_trajectories, training_examples
+from sweet_rl.base.train import ExampleDataset, training_arguments, unwrap_model
 cfg = CriticConfig(model=sys.argv[1], lora=False, dtype='float32', batch_size=1, grad_accum=1, lr=1e-3, save_steps=1000, logging_steps=1)
 critic = Critic.build(cfg, 'cpu')
 pairs = training_examples(synthetic_trajectories(2), 'sweet')

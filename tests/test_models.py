@@ -1,4 +1,4 @@
-"Tests of sweet_rl.models: asset fetching, masks, batched log-probs, and the generation backends (incl. a real server)."
+"Tests of sweet_rl.base.models: asset fetching, masks, batched log-probs, and the generation backends (incl. a real server)."
 import hashlib, http.server, json, os, shutil, socket, subprocess, sys, threading, time, zipfile
 from pathlib import Path
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sweet_rl import models as M
-from sweet_rl.models import (PRESETS, SamplingParams, OpenAIBackend, TransformersBackend, GenerationError, ModelAssetError,
+from sweet_rl.base import models as M
+from sweet_rl.base.models import (PRESETS, SamplingParams, OpenAIBackend, TransformersBackend, GenerationError, ModelAssetError,
                              assemble_gguf, encode_conversations, score_conversations, assistant_char_spans, per_turn,
                              token_logprobs, load_model, fetch_model, resolve_model_path, preset_dir)
 
@@ -28,7 +28,7 @@ def _preset_available(name):
 
 
 PRESET_PARAMS = [pytest.param(n, marks=pytest.mark.skipif(not _preset_available(n), reason=f'{n} not fetched '
-                 f'(python -m sweet_rl.models fetch {n})')) for n in PRESETS]
+                 f'(python -m sweet_rl.base.models fetch {n})')) for n in PRESETS]
 _loaded = {}
 
 

@@ -1,4 +1,4 @@
-"""MT-GRPO (`sweet_rl.online`): advantages by hand for every mode and edge case, masks free of environment tokens, a
+"""MT-GRPO (`sweet_rl.methods.mtgrpo`): advantages by hand for every mode and edge case, masks free of environment tokens, a
 learning check on a task a 135M model learns in a few CPU steps, and a run that resumes from its checkpoint."""
 import json, math
 from pathlib import Path
@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from sweet_rl.envs.search import SearchEnv, SearchEnvConfig, search_tasks
-from sweet_rl.models import encode_conversations, load_tokenizer
-from sweet_rl.online import (MTGRPOConfig, OnlinePolicy, Reward, Setting, agent_conversations, episode_rewards, online_setting,
+from sweet_rl.base.models import encode_conversations, load_tokenizer
+from sweet_rl.methods.mtgrpo import (MTGRPOConfig, OnlinePolicy, Reward, Setting, agent_conversations, episode_rewards, online_setting,
                              mtgrpo_advantages, online_metrics, search_rewards, train_mtgrpo)
-from sweet_rl.rollout import RolloutConfig, env_factory, run_rollouts
+from sweet_rl.base.rollout import RolloutConfig, env_factory, run_rollouts
 
 
 def pm(d):
@@ -84,7 +84,7 @@ def test_an_answer_cut_by_the_token_limit_stays_open():
     """The backend's finish reason reaches the search environment through the rollouts: an answer the token limit cut
     while copying the document keeps its tag open and earns no answer and no closing-tag credit (the authors' stop
     handling); the same text stopped at `</answer>` gets its tag back and both."""
-    from sweet_rl.models import Completion, GenerationBackend
+    from sweet_rl.base.models import Completion, GenerationBackend
     dump = '<reasoning>r</reasoning>\n<answer>Peru is a country in South America. The capital of Peru is Lima. The official languages of Peru (ISO'
     class Backend(GenerationBackend):
         def __init__(self, reason): self.reason = reason
@@ -156,7 +156,7 @@ def test_interrupted_training_resumes_from_its_checkpoint(tmp_path, tiny_lm):
 def test_backend_with_a_sweet_critic_as_turn_reward(tmp_path):
     """ColBench backend + a SWEET critic's turn-wise advantage as the turn reward is a configuration of the same trainer.
     The critic is a fresh LoRA critic whose adapter is nudged off zero (an untrained one scores every turn 0)."""
-    from sweet_rl.critic import Critic, CriticConfig
+    from sweet_rl.methods.critic import Critic, CriticConfig
     critic = Critic.build(CriticConfig(dtype='float32', lora_r=4, lora_alpha=8))
     with torch.no_grad():
         for n, p in critic.model.named_parameters():
@@ -182,7 +182,7 @@ def test_training_under_accelerate_launch(tmp_path, tiny_lm):
     MTGRPOConfig(model=tiny_lm, steps=2, group_size=2, batch_size=1, max_new_tokens=4, max_turns=1, question_kinds=['capital'], n_tasks=8,
                  dtype='float32', lora_r=4, lora_alpha=8, save_steps=1).save(tmp_path / 'g.json')
     cmd = [sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(root / 'configs' / 'accelerate' / 'cpu_2proc.yaml'),
-           '-m', 'sweet_rl.launch', 'mtgrpo', '--config', str(tmp_path / 'g.json'), '--out', str(tmp_path / 'run'), '--no-progress']
+           '-m', 'sweet_rl.runs.launch', 'mtgrpo', '--config', str(tmp_path / 'g.json'), '--out', str(tmp_path / 'run'), '--no-progress']
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert proc.returncode == 0, proc.stderr[-3000:]
     params = json.loads((tmp_path / 'run' / 'params.json').read_text())
@@ -217,7 +217,7 @@ def test_full_finetuning_with_kl_and_rollouts_reused(tmp_path, tiny_lm):
 def test_a_policy_keeps_a_frozen_copy_only_where_its_method_needs_one(tiny_lm):
     """`Policy.build` under full fine-tuning: the offline actor always keeps a frozen copy (DPO's reference), the online
     policy only for a KL term; without one, `initial_policy` reads the starting weights again from the model's folder."""
-    from sweet_rl.actor import Actor, ActorConfig
+    from sweet_rl.methods.actor import Actor, ActorConfig
     online = OnlinePolicy.build(MTGRPOConfig(model=tiny_lm, lora=False, beta=0.0, dtype='float32'))
     offline = Actor.build(ActorConfig(model=tiny_lm, lora=False, dtype='float32'))
     assert online.ref_model is None and offline.ref_model is not None
@@ -234,7 +234,7 @@ def test_a_policy_keeps_a_frozen_copy_only_where_its_method_needs_one(tiny_lm):
 def test_silent_groups_follow_the_mode_not_the_total_reward(mode, silent):
     """The hand example's second group has equal outcomes but different turn rewards: GRPO-OR learns nothing from it,
     while its total rewards differ (so `flat_groups`, on totals, would not flag it)."""
-    from sweet_rl.online import silent_groups
+    from sweet_rl.methods.mtgrpo import silent_groups
     assert silent_groups(mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, mode), 2) == silent
 
 

@@ -44,13 +44,14 @@ def test_nbdev_settings():
     assert {'notest', 'slow', 'gpu'} <= set(s['tst_flags'].split())
 
 def test_vllm_is_optional_and_not_imported():
-    code = "import sys, sweet_rl, sweet_rl.core; import importlib; [importlib.import_module(m) for m in " \
-           "('sweet_rl.' + p.stem for p in sweet_rl.core.PKG_DIR.glob('*.py') if not p.stem.startswith('_'))]; " \
+    code = "import sys, sweet_rl, sweet_rl.base.core; import importlib; [importlib.import_module(m) for m in " \
+           "('.'.join(('sweet_rl',) + p.relative_to(sweet_rl.base.core.PKG_DIR).with_suffix('').parts) " \
+           "for p in sweet_rl.base.core.PKG_DIR.rglob('*.py') if not p.stem.startswith('_'))]; " \
            "assert 'vllm' not in sys.modules, 'vllm imported at import time'"
     subprocess.run([sys.executable, '-c', code], check=True, cwd='/')
 
 def test_paths_do_not_depend_on_cwd(tmp_path):
-    out = subprocess.run([sys.executable, '-c', 'from sweet_rl.core import PKG_DIR, REPO_ROOT; print(PKG_DIR); print(REPO_ROOT)'],
+    out = subprocess.run([sys.executable, '-c', 'from sweet_rl.base.core import PKG_DIR, REPO_ROOT; print(PKG_DIR); print(REPO_ROOT)'],
                          cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
     assert Path(out[0]) == ROOT / 'sweet_rl' and Path(out[1]) == ROOT
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from sweet_rl.actor import Actor, ActorConfig, policy_backend, train_actor, vllm_model_files
-from sweet_rl.launch import generation_kind
-from sweet_rl.models import (TransformersBackend, VLLMBackend, generation_prompt_ids, live_vllm_engines, load_tokenizer,
+from sweet_rl.methods.actor import Actor, ActorConfig, policy_backend, train_actor, vllm_model_files
+from sweet_rl.runs.launch import generation_kind
+from sweet_rl.base.models import (TransformersBackend, VLLMBackend, generation_prompt_ids, live_vllm_engines, load_tokenizer,
                              make_backend, token_logprobs, vllm_lora_rank, vllm_parallel_size)
-from sweet_rl.pipeline import Study, expand_study
+from sweet_rl.runs.pipeline import Study, expand_study
 
 ROOT = Path(__file__).resolve().parents[1]
 CONVS = [[{'role': 'user', 'content': 'Write f that sorts a list.'}],
@@ -71,7 +71,7 @@ def test_vllm_prompts_are_the_transformers_prompts_token_for_token(tiny_lm, fake
     def decode(self, prompts, params):
         seen.extend(prompts); return [[self.eot_ids[0]] for _ in prompts]
     monkeypatch.setattr(TransformersBackend, '_decode', decode)
-    from sweet_rl.models import SamplingParams
+    from sweet_rl.base.models import SamplingParams
     params = SamplingParams(max_new_tokens=16, temperature=1.0, seed=7, stop=['\n\n'])
     TransformersBackend(tiny_lm).complete(CONVS, params)
     engine = VLLMBackend(tiny_lm)
@@ -117,7 +117,7 @@ def test_a_trained_actor_is_what_vllm_loads(tiny_lm, tmp_path, fake_vllm, lora):
 
 
 def test_a_launch_waits_for_vllm_engines_to_close(tiny_lm, fake_vllm):
-    from sweet_rl.train import release_models
+    from sweet_rl.base.train import release_models
     engine = make_backend(f'vllm:{tiny_lm}') if torch.cuda.is_available() else VLLMBackend(tiny_lm)
     with pytest.raises(RuntimeError, match='vLLM engine'): release_models('launch_training')
     llm = engine.llm
@@ -129,7 +129,7 @@ def test_a_launch_waits_for_vllm_engines_to_close(tiny_lm, fake_vllm):
 
 
 def test_the_dry_run_still_checks_a_vllm_models_folder(tmp_path):
-    from sweet_rl.pipeline import missing_paths
+    from sweet_rl.runs.pipeline import missing_paths
     (tmp_path / 'here').mkdir()
     assert missing_paths({'model': f'vllm:{tmp_path}/gone', 'judge': f'vllm:{tmp_path}/here', 'simulator': 'openai:M@http://h:1/v1'}) == [
         f'model=vllm:{tmp_path}/gone']
@@ -138,8 +138,8 @@ def test_the_dry_run_still_checks_a_vllm_models_folder(tmp_path):
 def test_the_paper_runs_build_these_engines(paper_cluster, fake_vllm, tiny_lm, monkeypatch):
     "What each paper-scale run's policy decoding builds on a node of 8 GPUs of 80 GB: the model folder, dtype and GPUs of its engine."
     import shutil
-    from sweet_rl.launch import train_actor_configs
-    from sweet_rl.pipeline import check_params
+    from sweet_rl.runs.launch import train_actor_configs
+    from sweet_rl.runs.pipeline import check_params
     tmp, _ = paper_cluster
     for name in ('Llama-3.1-8B-Instruct', 'Llama-3.1-70B-Instruct'):  # tokenizer files beside the published configs
         for f in Path(tiny_lm).iterdir():
@@ -164,7 +164,7 @@ def test_the_paper_runs_build_these_engines(paper_cluster, fake_vllm, tiny_lm, m
 
 def test_vllm_scorer_asks_for_a_rank_vllm_accepts(tiny_lm, tmp_path, fake_vllm):
     "Before: `max_lora_rank=max(r, 8)`, which vLLM refuses for r = 12 (it accepts 1, 8, 16, 32, ...: vllm/config/lora.py)."
-    from sweet_rl.critic import Critic, CriticConfig
-    from sweet_rl.scorers import VLLMScorer
+    from sweet_rl.methods.critic import Critic, CriticConfig
+    from sweet_rl.methods.scorers import VLLMScorer
     Critic.build(CriticConfig(model=tiny_lm, lora_r=12, lora_alpha=24, dtype='float32'), 'cpu').save(tmp_path / 'critic')
     assert VLLMScorer(tmp_path / 'critic').llm.kwargs['max_lora_rank'] == 16

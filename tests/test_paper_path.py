@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from sweet_rl.actor import (Actor, ActorConfig, CandidateConfig, actor_conversation, mtdpo_examples, offline_turns, rft_examples, sample_candidates,
+from sweet_rl.methods.actor import (Actor, ActorConfig, CandidateConfig, actor_conversation, mtdpo_examples, offline_turns, rft_examples, sample_candidates,
                             score_turns, sweet_pairs, train_actor, turn_pair_ids)
-from sweet_rl.critic import CriticConfig, PairConfig, candidate_inputs, critic_messages, make_pairs, train_critic
-from sweet_rl.scorers import CriticScorer, JudgeScorer, score_candidates
-from sweet_rl.data import Trajectory, load_trajectories, save_trajectories, subset_by_task
+from sweet_rl.methods.critic import CriticConfig, PairConfig, candidate_inputs, critic_messages, make_pairs, train_critic
+from sweet_rl.methods.scorers import CriticScorer, JudgeScorer, score_candidates
+from sweet_rl.base.data import Trajectory, load_trajectories, save_trajectories, subset_by_task
 from sweet_rl.envs.backend import BackendEnv, BackendEnvConfig
 from sweet_rl.envs.frontend import FrontendEnv, FrontendEnvConfig
-from sweet_rl.render import win_rate
-from sweet_rl.models import generation_prompt_ids, load_tokenizer
-from sweet_rl.rollout import RolloutConfig, run_rollouts
+from sweet_rl.base.render import win_rate
+from sweet_rl.base.models import generation_prompt_ids, load_tokenizer
+from sweet_rl.base.rollout import RolloutConfig, run_rollouts
 
 FIXTURES = Path(__file__).parent / 'fixtures'
 BACKEND = FIXTURES / 'official_backend_offline.jsonl'  # 4 tasks x 3 rollouts, the released block layout
@@ -137,9 +137,9 @@ def test_over_long_examples_are_skipped_and_reported_not_fatal(tmp_path):
 
 def test_paper_preset_trains_at_the_release_length(paper_cluster):
     "Before: the paper preset's critic inherited CriticConfig.max_length=4096 (the release trained at 8192)."
-    from sweet_rl.pipeline import Study, expand_study
-    from sweet_rl.launch import train_actor_configs
-    from sweet_rl.pipeline import notebook_parameters
+    from sweet_rl.runs.pipeline import Study, expand_study
+    from sweet_rl.runs.launch import train_actor_configs
+    from sweet_rl.runs.pipeline import notebook_parameters
     defaults = {k: v['default'] for k, v in notebook_parameters('train_actor').items()}
     for nb, params in expand_study(Study.load('table2'), 'paper'):
         if nb != 'train_actor': continue
@@ -204,7 +204,7 @@ def test_official_fixtures_train_critic_and_actor_at_smoke_scale(tmp_path, tiny_
 def test_release_normalization_ranks_by_each_candidates_own_mean(tok):
     "Before: `release` divided a candidate's log-ratio sum by its tokens plus the history's agent tokens."
     import torch
-    from sweet_rl.critic import Critic
+    from sweet_rl.methods.critic import Critic
     critic = Critic.build(CriticConfig(dtype='float32', lora_r=4))
     with torch.no_grad():
         for n, p in critic.model.named_parameters():
@@ -223,6 +223,6 @@ def test_win_rate_counts_ties_as_half_by_default():
 
 def test_frontend_simulator_budget_covers_its_reply_length(tok):
     "Before: 192 tokens for replies the protocol keeps up to 1,000 characters (~200 tokens of English here)."
-    from sweet_rl.data import sample_tasks
+    from sweet_rl.base.data import sample_tasks
     reply = ' '.join(t.problem_description for t in sample_tasks('frontend'))[:FrontendEnvConfig().reply_chars]
     assert len(tok(reply)['input_ids']) <= FrontendEnvConfig().simulator_max_new_tokens

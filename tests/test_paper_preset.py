@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from sweet_rl.launch import ACCELERATE_CONFIGS, launch_plan
-from sweet_rl.pipeline import reproduce
+from sweet_rl.runs.launch import ACCELERATE_CONFIGS, launch_plan
+from sweet_rl.runs.pipeline import reproduce
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,12 +53,12 @@ def test_a_70b_actor_is_told_what_it_needs(paper_cluster):
 
 def test_a_launched_offload_stage_fails_before_loading_weights(tmp_path, tiny_lm, monkeypatch):
     "What `accelerate launch --config_file configs/accelerate/deepspeed_zero3_offload.yaml` starts refuses at once, naming the need."
-    import sweet_rl.models, sweet_rl.train
-    from sweet_rl.core import write_jsonl
-    from sweet_rl.launch import launcher_env, main
+    import sweet_rl.base.models, sweet_rl.base.train
+    from sweet_rl.base.core import write_jsonl
+    from sweet_rl.runs.launch import launcher_env, main
     for k, v in launcher_env(ACCELERATE_CONFIGS / 'deepspeed_zero3_offload.yaml').items(): monkeypatch.setenv(k, v)
     def no_load(*a, **k): raise AssertionError('weights loaded before the requirement was checked')
-    monkeypatch.setattr(sweet_rl.models, 'load_model', no_load); monkeypatch.setattr(sweet_rl.train, 'load_model', no_load)
+    monkeypatch.setattr(sweet_rl.base.models, 'load_model', no_load); monkeypatch.setattr(sweet_rl.base.train, 'load_model', no_load)
     (tmp_path / 'actor.json').write_text(json.dumps({'model': tiny_lm, 'method': 'rft', 'lora': False}))
     write_jsonl(tmp_path / 'rows.jsonl', [{'conversation': [{'role': 'user', 'content': 'Hi.'}, {'role': 'assistant', 'content': 'Hello.'}]}])
     with pytest.raises(RuntimeError, match='CPU Adam'):
@@ -78,14 +78,14 @@ def test_shipped_paper_configs_plan_cleanly(paper_cluster):
         p = launch_plan(what, f, ACCELERATE_CONFIGS / 'deepspeed_zero3.yaml')
         assert p['problems'] == [], (f.name, p['problems'])
     # one process on one GPU cannot fully fine-tune 8B: said plainly, through the command line's exit status
-    proc = subprocess.run([sys.executable, '-m', 'sweet_rl.launch', 'plan', 'critic', '--config', str(ROOT / 'configs/paper/critic_backend.json')],
+    proc = subprocess.run([sys.executable, '-m', 'sweet_rl.runs.launch', 'plan', 'critic', '--config', str(ROOT / 'configs/paper/critic_backend.json')],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and 'global batch 1' in proc.stdout and 'GB per GPU needed' in proc.stdout
 
 
 def test_activation_checkpointing_keeps_the_losses(tmp_path, tiny_lm):
     "Recomputing activations in the backward pass must not change training: same losses with and without."
-    from sweet_rl.critic import CriticConfig, synthetic_trajectories, train_critic
+    from sweet_rl.methods.critic import CriticConfig, synthetic_trajectories, train_critic
     losses = []
     for on in (False, True):
         cfg = CriticConfig(model=tiny_lm, dtype='float32', lr=1e-3, batch_size=2, grad_accum=1, epochs=1, gradient_checkpointing=on)
@@ -109,8 +109,8 @@ def test_simulator_names_match_the_documented_servers():
 
 def test_figure3a_critics_train_as_table2s_critic(paper_cluster):
     "Figure 3a's critics at the paper scale: launched stages with Table 5's settings, not the notebook process in fp32."
-    from sweet_rl.launch import TABLE5_CRITIC, train_actor_configs
-    from sweet_rl.pipeline import Study, check_params, expand_study, plan_training
+    from sweet_rl.runs.launch import TABLE5_CRITIC, train_actor_configs
+    from sweet_rl.runs.pipeline import Study, check_params, expand_study, plan_training
     plans = plan_training('figure3a', 'paper')
     assert sorted(p['stage'] for p in plans) == ['sweet', 'sweet_no_info', 'value'] and {p['notebook'] for p in plans} == {'best_of_n'}
     for p in plans:
@@ -131,13 +131,13 @@ def test_figure3a_critics_train_as_table2s_critic(paper_cluster):
 
 def test_best_of_n_runs_keep_their_folders(paper_cluster):
     "The committed Best-of-N runs (made before the notebook had `accelerate`) are still found finished under their ids."
-    from sweet_rl.pipeline import check_params, is_finished
+    from sweet_rl.runs.pipeline import check_params, is_finished
     runs = sorted((ROOT / 'results' / 'runs' / 'best_of_n').glob('*/params.json'))
     assert runs
     for f in runs:
         saved = json.loads(f.read_text())
         assert 'accelerate' not in saved
         full = check_params('best_of_n', {k: v for k, v in saved.items() if k != 'out_dir'})
-        from sweet_rl.core import run_dir_for
+        from sweet_rl.base.core import run_dir_for
         assert run_dir_for('best_of_n', full).name == f.parent.name
         if (f.parent / 'metrics.json').is_file(): assert is_finished(f.parent, full)

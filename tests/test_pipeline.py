@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweet_rl.pipeline import ARTIFACTS, SCALES, STUDIES, STUDIES_DIR, Study, check_params, collect_study, expand_study, run_dir_for, run_study
+from sweet_rl.runs.pipeline import ARTIFACTS, SCALES, STUDIES, STUDIES_DIR, Study, check_params, collect_study, expand_study, run_dir_for, run_study
 
 ROOT = Path(__file__).resolve().parents[1]
 # what the paper preset reads from the environment (tests/conftest.py's paper_cluster sets them to a fake cluster)
@@ -57,7 +57,7 @@ def test_collect_names_unfinished_runs(tmp_path):
 
 def test_cli_dry_run_of_the_paper_preset(paper_cluster):
     env = {**os.environ, **paper_cluster[1]}
-    proc = subprocess.run([sys.executable, '-m', 'sweet_rl.pipeline', 'reproduce', '--scale', 'paper', '--dry-run'],
+    proc = subprocess.run([sys.executable, '-m', 'sweet_rl.runs.pipeline', 'reproduce', '--scale', 'paper', '--dry-run'],
                           capture_output=True, text=True, env=env, timeout=300)
     out = json.loads(proc.stdout)
     assert out['scale'] == 'paper' and set(out['runs']) == set(STUDIES)  # every study, those without paper-scale runs too
@@ -68,12 +68,12 @@ def test_cli_dry_run_of_the_paper_preset(paper_cluster):
 def test_cli_reports_a_users_mistake_in_one_line():
     "An unset variable in the paper preset is the user's to fix: one line naming the file and field, exit 1, no traceback."
     env = {k: v for k, v in os.environ.items() if not k.startswith('SWEET_RL_')}
-    proc = subprocess.run([sys.executable, '-m', 'sweet_rl.pipeline', 'reproduce', '--scale', 'paper', '--dry-run'],
+    proc = subprocess.run([sys.executable, '-m', 'sweet_rl.runs.pipeline', 'reproduce', '--scale', 'paper', '--dry-run'],
                           capture_output=True, text=True, env=env, timeout=300)
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 1 and len(err) == 1 and 'Traceback' not in proc.stderr, proc.stderr[-2000:]
     assert err[0].startswith('error: ') and '.yaml' in err[0] and 'SWEET_RL_' in err[0], err[0]
-    proc = subprocess.run([sys.executable, '-m', 'sweet_rl.pipeline', 'reproduce', '--scale', 'paper', '--dry-run'],
+    proc = subprocess.run([sys.executable, '-m', 'sweet_rl.runs.pipeline', 'reproduce', '--scale', 'paper', '--dry-run'],
                           capture_output=True, text=True, env={**env, 'SWEET_RL_TRACEBACK': '1'}, timeout=300)
     assert proc.returncode == 1 and 'Traceback' in proc.stderr and 'ConfigError' in proc.stderr  # on request
 
@@ -151,7 +151,7 @@ def _tiny_notebook(folder):
     params = nbformat.v4.new_code_cell("x: int = 1  # a parameter\nout_dir: str = ''  # the run folder")
     params.metadata['tags'] = ['parameters']
     body = nbformat.v4.new_code_cell("import json, os\nfrom pathlib import Path\n"
-                                     "from sweet_rl.core import artifact_dir\n"
+                                     "from sweet_rl.base.core import artifact_dir\n"
                                      "shared = str(artifact_dir('rollouts', {'x': x}))\n"
                                      "for f in ('params.json', 'metrics.json', 'manifest.json'): (Path(out_dir) / f).write_text(json.dumps({'x': x, 'shared': shared}))")
     nb = nbformat.v4.new_notebook(cells=[params, body], metadata={'kernelspec': {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}})
@@ -161,7 +161,7 @@ def _tiny_notebook(folder):
 
 def test_a_relative_runs_dir_is_taken_from_the_working_directory(tmp_path, monkeypatch):
     "papermill runs a notebook in the notebook's folder; a relative `runs_dir` must still mean the caller's (a study once wrote into nbs/runs/)."
-    from sweet_rl.pipeline import run_notebook
+    from sweet_rl.runs.pipeline import run_notebook
     nb = _tiny_notebook(tmp_path)
     monkeypatch.chdir(tmp_path)
     out = run_notebook(nb, {'x': 2}, 'runs', progress=False)
@@ -171,7 +171,7 @@ def test_a_relative_runs_dir_is_taken_from_the_working_directory(tmp_path, monke
 
 def test_a_runs_dir_also_holds_the_shared_stores_its_notebooks_make(tmp_path, monkeypatch):
     "Shared rollouts, candidates, scores and critics go beside the run folders, where `archive --runs-dir` looks, not into the repository's runs/."
-    from sweet_rl.pipeline import run_notebook
+    from sweet_rl.runs.pipeline import run_notebook
     monkeypatch.setenv('SWEET_RL_RUNS', str(tmp_path / 'elsewhere'))
     out = run_notebook(_tiny_notebook(tmp_path), {'x': 3}, tmp_path / 'study', progress=False)
     shared = Path(json.loads((out / 'metrics.json').read_text())['shared'])
@@ -180,10 +180,10 @@ def test_a_runs_dir_also_holds_the_shared_stores_its_notebooks_make(tmp_path, mo
 
 def test_a_run_another_process_is_running_is_left_to_it(tmp_path, monkeypatch):
     "Two processes on one run would mix its records: the second is refused, naming the first; `run_study` goes on with the other runs; `status` says 'running'."
-    from sweet_rl.core import Busy, file_lock
-    from sweet_rl.pipeline import RUNNING, run_notebook, study_status
+    from sweet_rl.base.core import Busy, file_lock
+    from sweet_rl.runs.pipeline import RUNNING, run_notebook, study_status
     nb, runs = _tiny_notebook(tmp_path), tmp_path / 'runs'
-    monkeypatch.setattr('sweet_rl.pipeline.NBS_DIR', nb.parent)  # a study names its notebooks by their names in nbs/
+    monkeypatch.setattr('sweet_rl.runs.pipeline.NBS_DIR', nb.parent)  # a study names its notebooks by their names in nbs/
     study = Study.from_dict({'name': 't', 'runs': [{'notebook': 'tiny', 'grid': {'x': [4, 5]}}]})
     held, free = run_study(study, 'smoke', runs, dry_run=True)
     with file_lock(held / RUNNING):  # as another process running x=4 would hold it

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from sweet_rl import models as M
-from sweet_rl.models import (BackendConfig, PrefixCache, SamplingParams, TransformersBackend, kv_bytes_per_token, load_model,
+from sweet_rl.base import models as M
+from sweet_rl.base.models import (BackendConfig, PrefixCache, SamplingParams, TransformersBackend, kv_bytes_per_token, load_model,
                              make_backend)
 
 GREEDY = SamplingParams(max_new_tokens=20, temperature=0)

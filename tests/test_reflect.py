@@ -1,4 +1,4 @@
-"""Reflect-RL (sweet_rl.reflect): the action scoring covers exactly the valid labels, reflections never see the oracle at
+"""Reflect-RL (sweet_rl.methods.reflect): the action scoring covers exactly the valid labels, reflections never see the oracle at
 test time, negative examples change only the reflections written after a mistake, online RL (REINFORCE) learns on the
 pickup curriculum, PPO's update moves each action the way its return says and refuses episodes without their sampling
 log-probabilities, an interrupted run resumes to the same weights, and a replayed success gets an optimizer step of its
@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from sweet_rl.envs.taxi import ACTIONS, DangerousTaxiEnv, TaxiConfig, decode_state, taxi_seeds
-from sweet_rl.reflect import (LABELS, ReflectConfig, Reflector, action_labels, episode_seeds, label_logprobs, lora_lm,
+from sweet_rl.methods.reflect import (LABELS, ReflectConfig, Reflector, action_labels, episode_seeds, label_logprobs, lora_lm,
                               new_optimizer, play, policy_prompt, policy_update, reflection_data, reflection_prompt,
                               success_rate, train_reflect, written_reflection)
-from sweet_rl.train import trainable_state
+from sweet_rl.base.train import trainable_state
 
 
 @pytest.fixture(scope='module')
@@ -120,7 +120,7 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch, tiny
     cfg = ReflectConfig(reflection=False, data_episodes=4, sft_steps=2, iterations=3, episodes_per_iteration=2,
                         eval_episodes=2, save_every=1, lora_r=8, model=tiny_lm, reflection_model=tiny_lm)
     full = train_reflect(cfg, tmp_path / 'full', progress=False)
-    import sweet_rl.reflect as R
+    import sweet_rl.methods.reflect as R
     real, calls = R.policy_update, []
     def stop_third(*a, **k):
         calls.append(1)
@@ -142,7 +142,7 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch, tiny
 @pytest.mark.parametrize('replay_step, optimizer_steps', [(True, 3), (False, 2)])
 def test_a_replayed_success_gets_its_own_optimizer_step(tmp_path, monkeypatch, tiny_lm, replay_step, optimizer_steps):
     "Two iterations whose episodes all count as successes: the second replays one, in an update of its own (the authors' code) or mixed in."
-    import sweet_rl.reflect as R
+    import sweet_rl.methods.reflect as R
     real_play, real_update, updates = R.play, R.policy_update, []
     def succeed(*a, **k):
         eps = real_play(*a, **k)
@@ -168,7 +168,7 @@ def test_a_replayed_success_gets_its_own_optimizer_step(tmp_path, monkeypatch, t
 
 def test_every_explore_state_fits_the_labels():
     "AutoExplore directories can hold dozens of files; the run's copies keep at most `EXPLORE_MAX_ENTRIES` per directory."
-    from sweet_rl.reflect import EXPLORE_MAX_ENTRIES, choice_env
+    from sweet_rl.methods.reflect import EXPLORE_MAX_ENTRIES, choice_env
     c = ReflectConfig(env='explore', curriculum='any', explore_mode='find')
     rng, widest = random.Random(0), 0
     for split in ('train', 'test'):

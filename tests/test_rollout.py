@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from sweet_rl.data import Trajectory, load_trajectories, sample_tasks
+from sweet_rl.base.data import Trajectory, load_trajectories, sample_tasks
 from sweet_rl.envs.backend import ANSWER_MARK, BackendEnv, BackendEnvConfig
-from sweet_rl.rollout import RolloutConfig, run_rollouts
+from sweet_rl.base.rollout import RolloutConfig, run_rollouts
 
 TASKS = sample_tasks('backend')[:6]
 
@@ -64,9 +64,9 @@ import ast, random
 
 import torch
 
-from sweet_rl.core import stable_id
-from sweet_rl.rollout import episode_id, mutate_code, mutate_html, script_plan, scripted_rollouts
-from sweet_rl.scorers import RandomScorer
+from sweet_rl.base.core import stable_id
+from sweet_rl.base.rollout import episode_id, mutate_code, mutate_html, script_plan, scripted_rollouts
+from sweet_rl.methods.scorers import RandomScorer
 
 N = 3
 
@@ -214,7 +214,7 @@ def test_scripted_questions_fit_the_turn_cap():
 
 def test_frontend_mutants_differ_render_and_score_lower():
     from sweet_rl.envs.frontend import FrontendEnv, FrontendEnvConfig
-    from sweet_rl.render import Renderer
+    from sweet_rl.base.render import Renderer
     ftasks = sample_tasks('frontend')[:3]
     for t in ftasks:
         for s in range(5):

@@ -1,4 +1,4 @@
-"""Adversarial tests for `sweet_rl.sandbox`.
+"""Adversarial tests for `sweet_rl.base.sandbox`.
 
 Every attack is written so that it returns 42 (the reference answer) only if it got through. Each test checks that
 the attack was contained, that it scores as a failure, that nothing is left running (exactly the launcher and the
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sweet_rl.core import ConfigError
-from sweet_rl.sandbox import (Sandbox, SandboxConfig, SandboxPool, UnsafeValue, _descendants, decode_value,
+from sweet_rl.base.core import ConfigError
+from sweet_rl.base.sandbox import (Sandbox, SandboxConfig, SandboxPool, UnsafeValue, _descendants, decode_value,
                               run_untrusted, sandbox_available, values_equal)
 
 AVAILABLE, REPORT = sandbox_available()
@@ -422,7 +422,7 @@ def _is_sandbox_process(pid) -> bool:
 @needs_sandbox
 def test_zz_nothing_left_behind(sb):
     # After the default pool is closed, the module's own sandbox is the only sandbox process under this test process.
-    from sweet_rl.sandbox import _POOLS, _close_pools
+    from sweet_rl.base.sandbox import _POOLS, _close_pools
     _close_pools(); _POOLS.clear()
     assert sorted(p for p in _descendants(os.getpid()) if _is_sandbox_process(p)) == sorted(sb.pids())
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sweet_rl.data import sample_tasks
-from sweet_rl.models import DEFAULT_MODEL, GenerationError, OpenAIBackend, TransformersBackend, fetch_model
-from sweet_rl.rollout import RolloutConfig, env_factory, run_rollouts
+from sweet_rl.base.data import sample_tasks
+from sweet_rl.base.models import DEFAULT_MODEL, GenerationError, OpenAIBackend, TransformersBackend, fetch_model
+from sweet_rl.base.rollout import RolloutConfig, env_factory, run_rollouts
 
 N_TASKS = 6  # three waves of two episodes: the kill comes after the first wave is stored
 CONFIG = RolloutConfig(batch_size=2, max_new_tokens=24)

@@ -26,7 +26,7 @@ def test_rollouts_are_collected_once_and_shared(tmp_path):
     assert len(stores) == 1, first[-3000:]
     recs = [json.loads(l) for l in stores[0].read_text().splitlines()]
     assert len(recs) == TINY['n_tasks'] * TINY['samples_per_task']
-    from sweet_rl.data import sample_tasks
+    from sweet_rl.base.data import sample_tasks
     train = {t.problem_description for t in sample_tasks('backend', 'extra')[:TINY['n_tasks']]}
     assert {r['task']['problem_description'] for r in recs} == train  # training tasks, never the evaluation sample
     what = json.loads((stores[0].parent / 'params.json').read_text())

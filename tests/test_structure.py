@@ -6,14 +6,19 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / 'sweet_rl'
-# each module may import only modules of an earlier layer (or of its own layer when listed as allowed below)
-LAYERS = [['core'], ['data', 'models', 'sandbox'], ['envs.base', 'render'], ['envs.backend', 'envs.frontend', 'envs.search', 'envs.taxi', 'envs.explore'],
-          ['envs.clarify'], ['rollout'],  # clarify builds on the backend environment's evaluator and protocol
-          ['train'], ['critic'], ['vision_critic'], ['scorers'], ['actor', 'online', 'reflect'], ['evaluate'], ['credit'], ['launch'], ['pipeline']]
+# Four floors, one folder each: base/ (what every method stands on), envs/ (the environments), methods/ (the
+# trainers and scorers), runs/ (evaluation, launch, studies). A folder imports only its own and lower folders.
+FOLDERS = ['base', 'envs', 'methods', 'runs']
+# Within the folders, each module may import only modules of an earlier layer.
+LAYERS = [['base.core'], ['base.data', 'base.models', 'base.sandbox'], ['base.protocol', 'base.render'], ['base.train', 'base.rollout'],
+          ['envs.backend', 'envs.frontend', 'envs.search', 'envs.taxi', 'envs.explore'],
+          ['envs.clarify'],  # clarify builds on the backend environment's evaluator
+          ['methods.critic'], ['methods.vision_critic'], ['methods.scorers'], ['methods.actor', 'methods.mtgrpo', 'methods.reflect'],
+          ['runs.evaluate'], ['runs.credit'], ['runs.launch'], ['runs.pipeline']]
 LEVEL = {m: i for i, layer in enumerate(LAYERS) for m in layer}
 GENERIC = {'score', 'inputs', 'run', 'main', 'plan', 'select', 'figure', 'expand', 'collect', 'unwrap', 'checkpoints',
            'describe', 'close', 'render', 'embed'}
-KNOWN_GENERIC = {('launch', 'main'), ('pipeline', 'main'), ('models', 'main')}  # the command-line entry points
+KNOWN_GENERIC = {('runs.launch', 'main'), ('runs.pipeline', 'main'), ('base.models', 'main')}  # the command-line entry points
 
 
 def modules() -> dict:
@@ -21,7 +26,7 @@ def modules() -> dict:
     out = {}
     for p in sorted(PKG.rglob('*.py')):
         name = '.'.join(p.relative_to(PKG).with_suffix('').parts)
-        if name in ('__init__', '_modidx', 'envs.__init__'): continue
+        if name == '_modidx' or name.endswith('__init__'): continue
         out[name] = ast.parse(p.read_text(), str(p))
     return out
 
@@ -47,6 +52,20 @@ MODULES = modules()
 
 def test_every_module_has_a_layer():
     assert set(MODULES) == set(LEVEL), f"add new modules to LAYERS: {sorted(set(MODULES) ^ set(LEVEL))}"
+
+
+def test_layers_follow_the_folders():
+    "The layers climb the folders in order: base's layers first, runs' last."
+    folders = [FOLDERS.index(layer[0].split('.')[0]) for layer in LAYERS]
+    assert all({m.split('.')[0] for m in layer} == {FOLDERS[f]} for layer, f in zip(LAYERS, folders)), LAYERS
+    assert folders == sorted(folders), folders
+
+
+def test_package_faces_define_nothing():
+    "A folder's `__init__.py` holds no code: a name lives in one module, imported from there."
+    for init in PKG.rglob('__init__.py'):
+        body = [n for n in ast.parse(init.read_text()).body if not (isinstance(n, ast.Assign) and init.parent == PKG)]
+        assert not body, f"{init.relative_to(PKG.parent)} defines or imports something: keep folders' faces empty"
 
 
 @pytest.mark.parametrize('name', sorted(MODULES))
@@ -86,9 +105,9 @@ def test_all_exports_no_bare_generic_names(name):
 
 def test_the_checks_catch_what_they_claim(tmp_path):
     "The same checks on a small bad module find its upward import, private import and attached method."
-    bad = ast.parse("from .critic import _pair_batch\nfrom sweet_rl.actor import Actor\nclass A: pass\n"
+    bad = ast.parse("from ..methods.critic import _pair_batch\nfrom sweet_rl.methods.actor import Actor\nclass A: pass\n"
                     "def f(self): pass\nA.f = f\n")
-    imports = package_imports('train', bad)
-    assert [(t, LEVEL[t] >= LEVEL['train']) for t, _, _ in imports] == [('critic', True), ('actor', True)]
+    imports = package_imports('base.train', bad)
+    assert [(t, LEVEL[t] >= LEVEL['base.train']) for t, _, _ in imports] == [('methods.critic', True), ('methods.actor', True)]
     assert [n for _, names, _ in imports for n in names if n.startswith('_')] == ['_pair_batch']
     assert any(isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Attribute) for n in bad.body)

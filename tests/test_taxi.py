@@ -3,8 +3,8 @@ rule against gymnasium's own action mask, the oracle's success from every start,
 oracle-mixed-with-random helper, and the errors."""
 import pytest
 
-from sweet_rl.core import ConfigError
-from sweet_rl.envs.base import ChoiceEnv, ChoiceStep
+from sweet_rl.base.core import ConfigError
+from sweet_rl.base.protocol import ChoiceEnv, ChoiceStep
 from sweet_rl.envs.taxi import (ACTIONS, IN_TAXI, CURRICULUM_HORIZONS, DangerousTaxiEnv, MixedStep, TaxiConfig, decode_state,
                                 describe_state, goal_distances, gym_taxi, mixed_oracle_rollout, oracle_move, start_states,
                                 taxi_outcome, taxi_seeds, taxi_transitions)

@@ -56,7 +56,7 @@ def test_frontend_critic_beats_untrained_on_heldout_pairs(tmp_path):
 @pytest.mark.skipif(not DEV_FRONTEND.is_file(), reason='ColBench development copy not present')
 def test_extra_frontend_tasks_are_the_shortest_dev_rows():
     "`frontend_tasks/extra.jsonl`: the 40 rows among dev rows 11-100 with the shortest reference page, unchanged, in order."
-    from sweet_rl.data import SAMPLE_DIR
+    from sweet_rl.base.data import SAMPLE_DIR
     rows = DEV_FRONTEND.read_bytes().splitlines(keepends=True)[10:]
     size = lambda line: len(json.loads(line)['ground_truth'])
     shortest = sorted(sorted(range(len(rows)), key=lambda i: (size(rows[i]), i))[:40])

@@ -12,8 +12,8 @@ TOLERANCE = 2e-2
 
 
 def test_vllm_scorer_matches_transformers(tmp_path):
-    from sweet_rl.critic import Critic, CriticConfig, synthetic_trajectories, train_critic
-    from sweet_rl.scorers import CriticScorer, VLLMScorer
+    from sweet_rl.methods.critic import Critic, CriticConfig, synthetic_trajectories, train_critic
+    from sweet_rl.methods.scorers import CriticScorer, VLLMScorer
     trajs = synthetic_trajectories(4)
     critic = train_critic(CriticConfig(lr=1e-3, batch_size=2, grad_accum=1, epochs=1), trajs, tmp_path, max_steps=3, progress=False)
     t = trajs[0]
@@ -24,7 +24,7 @@ def test_vllm_scorer_matches_transformers(tmp_path):
 
 
 def test_vllm_sampling_is_seeded():
-    from sweet_rl.models import SamplingParams, VLLMBackend
+    from sweet_rl.base.models import SamplingParams, VLLMBackend
     # no prefix cache: a second call that hit it would prefill fewer query rows, and in bf16 that can move a logit
     # enough to flip a sample, so the two calls would not be the same computation
     be = VLLMBackend(gpu_memory_utilization=0.3, enable_prefix_caching=False)
