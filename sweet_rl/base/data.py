@@ -16,7 +16,7 @@ from .core import ASSETS_DIR, JsonlError, atomic_write_text, read_jsonl, stable_
 
 # %% auto #0
 __all__ = ['BACKEND_ONLY', 'SIGNATURE_MARKER', 'KINDS', 'TASK_CLASSES', 'ANSWER_MARK', 'OFFLINE_TRAJECTORIES', 'SAMPLE_DIR',
-           'SAMPLE_SPLITS', 'DataError', 'FrontendTask', 'BackendTask', 'detect_kind', 'task_from_dict', 'Turn',
+           'SAMPLE_SPLITS', 'DataError', 'FrontendTask', 'BackendTask', 'Task', 'detect_kind', 'task_from_dict', 'Turn',
            'Trajectory', 'chat_message', 'request_turn', 'dialogue_turns', 'cut_text', 'format_dialogue', 'save_tasks',
            'save_trajectories', 'task_file', 'load_tasks', 'load_trajectories', 'split_tasks', 'as_record',
            'subset_by_task', 'sample_tasks']
@@ -144,19 +144,40 @@ def function_name(self:BackendTask) -> str|None:
     m = re.match(r'def\s+([A-Za-z_]\w*)', self.signature or '') or re.search(r'^def\s+([A-Za-z_]\w*)', self.ground_truth, re.M)
     return m[1] if m else None
 
+# %% ../../nbs/01_data.ipynb #7fd409d0
+@dataclass(repr=False)
+class Task(_Record):
+    "Any collaborative task: a request for the agent and what only the person knows; other keys ride along in `extra`."
+    problem_description:str # the request shown to the agent
+    hidden_information:str # what only the person knows; a critic may read it in training
+    extra:dict = field(default_factory=dict) # the environment's own keys of the source row, kept verbatim
+    key_order:tuple|None = field(default=None, compare=False) # key order of the source row (for byte-identical saving)
+    kind: ClassVar[str] = 'task'
+    _fields: ClassVar[tuple] = ('problem_description', 'hidden_information')
+
+    @classmethod
+    def from_dict(cls, d:dict, path=None, line:int|None=None, strict:bool=False, prefix:str='') -> Task:
+        "Validate one JSON object (from `path`:`line`, for error messages) and build the record."
+        r = _Fields(d, 'a task {problem_description, hidden_information}', path, line, prefix)
+        return cls(r.get('problem_description', str, 'a string'), r.get('hidden_information', str, 'a string'),
+                   extra=r.extra(cls._fields, strict), key_order=tuple(d))
+
+    def __repr__(self): return f"Task({_clip(self.problem_description)!r})"
+
 # %% ../../nbs/01_data.ipynb #44600a27
-KINDS = ('backend', 'frontend')
-TASK_CLASSES = {'backend': BackendTask, 'frontend': FrontendTask}
+KINDS = ('backend', 'frontend')  # ColBench's two kinds (its dataset folders)
+TASK_CLASSES = {'backend': BackendTask, 'frontend': FrontendTask, 'task': Task}
 
 def detect_kind(d:dict) -> str:
-    "'backend' if the row has a backend-only key (`test_cases`, `hidden_information`), else 'frontend'."
-    return 'backend' if any(k in d for k in BACKEND_ONLY) else 'frontend'
+    "'backend' (unit tests, or a reference beside the person's information), 'frontend' (a reference page alone) or 'task'."
+    if 'test_cases' in d or ('hidden_information' in d and 'ground_truth' in d): return 'backend'
+    return 'task' if 'hidden_information' in d else 'frontend'
 
 def _check_kind(kind):
-    if kind is not None and kind not in KINDS: raise ValueError(f"kind must be one of {KINDS} or None, got {kind!r}")
+    if kind is not None and kind not in TASK_CLASSES: raise ValueError(f"kind must be one of {tuple(TASK_CLASSES)} or None, got {kind!r}")
 
 def task_from_dict(d:dict, kind:str|None=None, path=None, line:int|None=None, strict:bool=False, prefix:str=''):
-    "Build a `BackendTask` or `FrontendTask` from one JSON object; `kind=None` detects it from the keys."
+    "Build a `BackendTask`, `FrontendTask` or `Task` from one JSON object; `kind=None` detects it from the keys."
     _check_kind(kind)
     if kind is None and isinstance(d, dict): kind = detect_kind(d)
     return TASK_CLASSES[kind or 'backend'].from_dict(d, path, line, strict, prefix)
@@ -189,8 +210,8 @@ class Turn(_Record):
 # %% ../../nbs/01_data.ipynb #7646f4d7
 @dataclass(repr=False)
 class Trajectory(_Record):
-    "One ColBench episode: the task, the dialogue, the agent's final answer and the reward."
-    task:BackendTask|FrontendTask # the task record (reference answer included)
+    "One episode (ColBench's format): the task, the dialogue, the agent's final answer and the reward."
+    task:BackendTask|FrontendTask|Task # the task record (reference answer or hidden information included)
     dialogue_history:list # the turns, as `Turn` records
     answer:str|None # the agent's final answer (code or HTML); None if the file has null
     reward:float # final reward: fraction of tests passed (backend) or CLIP similarity (frontend)

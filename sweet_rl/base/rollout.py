@@ -289,17 +289,17 @@ def shared_rollouts(tasks:Sequence, make_env:Callable, agent:GenerationBackend, 
 
 # %% ../../nbs/07_rollout.ipynb #5d0afb71
 def episode_metrics(records:Sequence[dict], # trajectory records of one run, with our scores (`run_rollouts` output)
-                    kind:str, # 'backend' or 'frontend'
+                    kind:str, # 'backend', 'frontend', or any other environment's kind (its records' `reward`)
                    ) -> dict:
-    "`n_episodes`, `mean_turns` and % tests passed and % success (backend) or mean similarity (frontend)."
-    if kind not in ('backend', 'frontend'): raise ValueError(f"kind must be 'backend' or 'frontend', got {kind!r}")
+    "`n_episodes`, `mean_turns` and % tests passed and % success (backend), mean similarity (frontend) or mean reward (any other kind)."
     mean = lambda xs: float(statistics.fmean(xs)) if xs else float('nan')
     m = {'n_episodes': len(records),
          'mean_turns': mean([sum(t['role'] == 'assistant' for t in r['dialogue_history']) for r in records])}
     if kind == 'backend':
         m.update(tests_passed_pct=100 * mean([r['tests_passed'] for r in records]),
                  success_pct=100 * mean([float(r['success']) for r in records]))
-    else: m['similarity'] = mean([r['similarity'] for r in records])
+    elif kind == 'frontend': m['similarity'] = mean([r['similarity'] for r in records])
+    else: m['reward'] = mean([r['reward'] for r in records])
     return m
 
 # %% ../../nbs/07_rollout.ipynb #2cd07f7d

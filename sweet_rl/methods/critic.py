@@ -181,13 +181,12 @@ CRITIC_PROMPT_NO_INFO = ("You are judging a collaboration between an AI agent an
                          "{problem_description}\n\nThe conversation follows.")
 
 def training_info(task:dict) -> str:
-    "The training-time information of a task: reference code (backend) or reference HTML (frontend)."
-    if detect_kind(task) == 'backend':
-        info = task.get('ground_truth') or task.get('hidden_information')
-    else: info = task.get('ground_truth')
+    "The training-time information of a task: reference code (backend), reference HTML (frontend) or what only the person knows (`Task`)."
+    if detect_kind(task) == 'frontend': info = task.get('ground_truth')
+    else: info = task.get('ground_truth') or task.get('hidden_information')
     if not isinstance(info, str) or not info:
         raise ValueError(f"task {str(task.get('problem_description', ''))[:60]!r}: no training-time information "
-                         f"(expected a non-empty 'ground_truth' or, for backend tasks, 'hidden_information')")
+                         f"(expected a non-empty 'ground_truth' or 'hidden_information')")
     return info
 
 # %% ../../nbs/20_critic.ipynb #22b163b0

@@ -44,7 +44,8 @@ METHOD_NAMES = {'zero-shot': 'Zero-shot', 'single-turn': 'Single-turn', 'rft': '
 
 # %% ../../nbs/30_evaluate.ipynb #98869704
 OUTCOMES = {'backend': ('tests_passed', 'success'), 'frontend': ('similarity',), 'choice': ('success', 'return'),
-            'search': ('exact_match', 'answer_present', 'tool_execution', 'answer_in_result', 'reward')}
+            'search': ('exact_match', 'answer_present', 'tool_execution', 'answer_in_result', 'reward'),
+            'reward': ('reward',)}  # any other environment (one of your own): its `reward`
 PERCENT = ('tests_passed', 'success', 'exact_match', 'answer_present', 'tool_execution', 'answer_in_result',
            'answered_at_once', 'marked_answer')  # outcomes in [0, 1] reported as percentages; the others as they are
 # how a ColBench agent talks: its turns, whether its first message is its answer, and whether it marked an answer at all
@@ -59,10 +60,11 @@ def dialogue_outcomes(record:dict) -> dict:
             'marked_answer': float(any(ANSWER_MARK in str(m.get('content', '')) for m in agent))}
 
 def outcome_kind(record:dict) -> str:
-    "'backend' (tests passed), 'choice' (a return: Reflect-RL's environments), 'search' (MT-GRPO's search task: raw reward scores) or 'frontend' (similarity)."
+    "'backend' (tests passed), 'choice' (a return: Reflect-RL's environments), 'search' (MT-GRPO's search task: raw reward scores), 'frontend' (similarity) or 'reward' (any other)."
     if 'tests_passed' in record: return 'backend'
     if 'return' in record: return 'choice'
-    return 'search' if isinstance(record.get('rewards'), dict) else 'frontend'
+    if isinstance(record.get('rewards'), dict): return 'search'
+    return 'frontend' if 'similarity' in record else 'reward'
 
 def task_outcomes(records:Sequence[dict], # episode records of one label (our rollouts, with scores)
                  ) -> pd.DataFrame:
@@ -70,7 +72,7 @@ def task_outcomes(records:Sequence[dict], # episode records of one label (our ro
     if not records: raise ValueError("no episode records")
     kind = outcome_kind(records[0])
     # ColBench episodes also say how the agent talked, when every record keeps its dialogue
-    talk = kind in ('backend', 'frontend') and all(isinstance(r.get('dialogue_history'), list) for r in records)
+    talk = kind in ('backend', 'frontend', 'reward') and all(isinstance(r.get('dialogue_history'), list) for r in records)
     priced = kind == 'backend' and all('questions' in r for r in records)  # clarify's asking protocol: a reward net of the questions' price
     names, rows = OUTCOMES[kind] + (DIALOGUE if talk else ()) + (PRICED if priced else ()), {}
     for i, r in enumerate(records):
