@@ -20,11 +20,12 @@ from ..base.train import (ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpo
                             list_checkpoints, policy_logprobs, reference_logprobs, training_arguments, write_results)
 
 # %% auto #0
-__all__ = ['ADVANTAGE_EPS', 'MODES', 'ENVS', 'group_normalize', 'mtgrpo_advantages', 'PolicyLoss', 'clipped_policy_loss',
+__all__ = ['ADVANTAGE_EPS', 'MODES', 'SETTINGS', 'group_normalize', 'mtgrpo_advantages', 'PolicyLoss', 'clipped_policy_loss',
            'Reward', 'EpisodeRewards', 'episode_rewards', 'record_field_reward', 'search_rewards',
-           'tests_passed_reward', 'critic_turn_reward', 'MTGRPOConfig', 'Setting', 'no_tool_result', 'online_setting',
-           'prompt_schedule', 'PromptCollator', 'agent_conversations', 'silent_groups', 'reward_stats',
-           'batch_advantages', 'MTGRPOTrainer', 'OnlinePolicy', 'train_mtgrpo', 'online_metrics', 'final_messages']
+           'tests_passed_reward', 'critic_turn_reward', 'MTGRPOConfig', 'Setting', 'no_tool_result', 'search_setting',
+           'backend_setting', 'register_setting', 'online_setting', 'prompt_schedule', 'PromptCollator',
+           'agent_conversations', 'silent_groups', 'reward_stats', 'batch_advantages', 'MTGRPOTrainer', 'OnlinePolicy',
+           'train_mtgrpo', 'online_metrics', 'final_messages']
 
 # %% ../../nbs/24_mtgrpo.ipynb #bfa0dfed
 ADVANTAGE_EPS = 1e-4  # the MT-GRPO paper's group normalization: (r - mean) / (std + 1e-4)
@@ -162,8 +163,6 @@ def critic_turn_reward(critic, # a trained critic (`sweet_rl.methods.critic.Crit
     return Reward(name, 'turn', weight, lambda records: [t.tolist() for t in critic.turn_scores(list(records))])
 
 # %% ../../nbs/24_mtgrpo.ipynb #1d0b6198
-ENVS = ('search', 'backend')
-
 @dataclass
 class MTGRPOConfig(Config):
     "Online multi-turn GRPO: the policy, the advantage mode, the rollouts, the optimizer and the setting (paper values in comments)."
@@ -197,7 +196,7 @@ class MTGRPOConfig(Config):
     logging_steps:int=1
     save_episodes:bool=True # write every episode of process 0 to `episodes.jsonl` in the run folder
     seed:int=0
-    env:str='search' # the setting `online_setting` builds: 'search' (country facts, BM25 tool) or 'backend' (ColBench)
+    env:str='search' # the registered setting `online_setting` builds: 'search' (country facts, BM25 tool), 'backend' (ColBench), or yours (`register_setting`)
     max_turns:int=2 # agent turns per episode (search: 2, a search then an answer)
     agent_template:str='' # path to an agent prompt file with {problem_description} (empty: the environment's own; search: `SEARCH_PROMPT`)
     top_k:int=2 # search: documents per result
@@ -216,7 +215,6 @@ class MTGRPOConfig(Config):
 
     def __post_init__(self):
         if self.mode not in MODES: raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.env not in ENVS: raise ValueError(f"env must be one of {ENVS}, got {self.env!r}")
         for f in ('group_size', 'batch_size', 'grad_accum', 'steps', 'updates_per_batch', 'max_new_tokens'):
             if not getattr(self, f) >= 1: raise ValueError(f"{f} must be at least 1, got {getattr(self, f)!r}")
         if self.group_size < 2: raise ValueError(f"group_size must be at least 2 (a group of one has no advantage), got {self.group_size}")
@@ -240,26 +238,44 @@ def no_tool_result(records:Sequence[dict]) -> list[bool]:
     from sweet_rl.envs.search import has_tool_result
     return [not has_tool_result(r['dialogue_history']) for r in records]
 
-def online_setting(config:MTGRPOConfig) -> Setting:
-    "The environment, prompts and rewards `config.env` names (search: the paper's; backend: ColBench, unit tests, optional critic)."
-    c = config
-    replies = {} if c.reply_chars is None else {'reply_chars': c.reply_chars}
-    if c.agent_template: replies['agent_template'] = c.agent_template
-    if c.env == 'search':
-        from sweet_rl.envs.search import SearchTool, search_tasks
-        make_env = env_factory('search', SearchTool(top_k=c.top_k), max_turns=c.max_turns, **replies)
-        split = dict(test_fraction=c.test_fraction, seed=c.split_seed, kinds=c.question_kinds)
-        return Setting(make_env, _subset(search_tasks('train', **split), c.n_tasks, c.seed), search_tasks('test', **split), search_rewards(),
-                       no_tool_result)
+def _replies(c:MTGRPOConfig) -> dict:
+    "The environment fields the config overrides: the agent's prompt, the reply length."
+    return {**({} if c.reply_chars is None else {'reply_chars': c.reply_chars}), **({'agent_template': c.agent_template} if c.agent_template else {})}
+
+def search_setting(c:MTGRPOConfig) -> Setting:
+    "The paper's setting: country questions, the BM25 tool, the six rewards; credit merged where the tool gave nothing."
+    from sweet_rl.envs.search import SearchTool, search_tasks
+    make_env = env_factory('search', SearchTool(top_k=c.top_k), max_turns=c.max_turns, **_replies(c))
+    split = dict(test_fraction=c.test_fraction, seed=c.split_seed, kinds=c.question_kinds)
+    return Setting(make_env, _subset(search_tasks('train', **split), c.n_tasks, c.seed), search_tasks('test', **split), search_rewards(),
+                   no_tool_result)
+
+def backend_setting(c:MTGRPOConfig) -> Setting:
+    "ColBench backend: the simulated human, tests passed as the outcome, and optionally a SWEET critic's turn scores."
     from sweet_rl.base.data import sample_tasks
     from sweet_rl.base.models import make_backend
     make_env = env_factory('backend', make_backend(c.simulator), max_turns=c.max_turns, simulator_max_new_tokens=c.simulator_max_new_tokens,
-                           **replies)
+                           **_replies(c))
     rewards = [tests_passed_reward()]
     if c.critic_dir:
         from sweet_rl.methods.scorers import load_critic
         rewards.append(critic_turn_reward(load_critic(c.critic_dir), c.critic_weight))
     return Setting(make_env, _subset(sample_tasks('backend', 'extra'), c.n_tasks, c.seed), sample_tasks('backend'), rewards)
+
+SETTINGS: dict[str, Callable] = {'search': search_setting, 'backend': backend_setting}  # `MTGRPOConfig.env` -> (config) -> Setting
+
+def register_setting(name:str, build:Callable, # (config) -> `Setting`
+                     replace:bool=False):
+    "Let `MTGRPOConfig(env=name)` train where `build` says: `train_mtgrpo` and `launch` build their setting by name."
+    if SETTINGS.get(name, build) is not build and not replace: raise ValueError(f"setting {name!r} is already registered; pass replace=True to change it")
+    SETTINGS[name] = build
+
+def online_setting(config:MTGRPOConfig) -> Setting:
+    "The environment, prompts and rewards of the setting `config.env` names."
+    if config.env not in SETTINGS:
+        raise ValueError(f"MTGRPOConfig.env: unknown setting {config.env!r}; registered: {', '.join(sorted(SETTINGS))} "
+                         "(add yours with register_setting, or pass a Setting to train_mtgrpo)")
+    return SETTINGS[config.env](config)
 
 # %% ../../nbs/24_mtgrpo.ipynb #327dc60a
 def prompt_schedule(n_prompts:int, # prompts to draw from

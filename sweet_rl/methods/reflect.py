@@ -21,18 +21,56 @@ from ..envs.explore import ExploreConfig, ExploreEnv, explore_tasks
 from ..base.train import trainable_state
 
 # %% auto #0
-__all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CURRICULA', 'EXPLORE_MAX_ENTRIES', 'ADVICE', 'ReflectConfig',
-           'choice_env', 'episode_seeds', 'Memory', 'recall', 'reflection_prompt', 'policy_prompt', 'action_labels',
-           'written_reflection', 'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll',
-           'sft_target', 'label_nll', 'lora_lm', 'new_optimizer', 'sft', 'Reflector', 'OracleReflector',
-           'advised_action', 'advice_metrics', 'written_over_budget', 'returns_to_go', 'reinforce_loss', 'ppo_loss',
-           'play', 'policy_update', 'success_rate', 'save_adapter', 'load_adapter', 'episode_record', 'evaluate_policy',
+__all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CHOICE_SETTINGS', 'EXPLORE_DEPTHS', 'EXPLORE_MAX_ENTRIES',
+           'ADVICE', 'ChoiceSetting', 'register_choice_setting', 'ReflectConfig', 'choice_env', 'episode_seeds',
+           'Memory', 'recall', 'reflection_prompt', 'policy_prompt', 'action_labels', 'written_reflection',
+           'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll', 'sft_target',
+           'label_nll', 'lora_lm', 'new_optimizer', 'sft', 'Reflector', 'OracleReflector', 'advised_action',
+           'advice_metrics', 'written_over_budget', 'returns_to_go', 'reinforce_loss', 'ppo_loss', 'play',
+           'policy_update', 'success_rate', 'save_adapter', 'load_adapter', 'episode_record', 'evaluate_policy',
            'train_reflect']
 
 # %% ../../nbs/25_reflect.ipynb #0872a20f
 LABELS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'  # one token each in the packaged models' vocabularies (checked by `label_ids`)
 ANALYZE, ACTION = ' # Analyze:', ' # Action:'  # the markers after which the reflection and the policy speak (the authors' prompts)
 REFLECTION_TOKENS = 64  # reflection budget: the annotator's longest reflection is 54 SmolLM2 tokens (AutoExplore), 31 on taxi; + end of turn
+
+# %% ../../nbs/25_reflect.ipynb #0e622719
+class ChoiceSetting(NamedTuple):
+    "What Reflect-RL needs of an environment, under the name `ReflectConfig.env` gives it."
+    curricula:tuple # curriculum names; the first is the default
+    make:Callable # (config, split, curriculum) -> a fresh `ChoiceEnv`
+    seeds:Callable # (config, split, n, offset) -> `n` episode seeds of the split
+    task_fields:Callable|None=None # (config) -> extra fields of an evaluation record's task (None: none)
+
+CHOICE_SETTINGS: dict[str, ChoiceSetting] = {}
+
+def register_choice_setting(name:str, setting:ChoiceSetting, replace:bool=False) -> ChoiceSetting:
+    "Let `ReflectConfig(env=name)` run on `setting`; registering a different one under a taken name needs `replace`."
+    if CHOICE_SETTINGS.get(name, setting) != setting and not replace: raise ValueError(f"choice setting {name!r} is already registered; pass replace=True to change it")
+    CHOICE_SETTINGS[name] = setting
+    return setting
+
+# %% ../../nbs/25_reflect.ipynb #3b3d4590
+def _taxi_env(config, split:str, curriculum:str) -> ChoiceEnv: return DangerousTaxiEnv(TaxiConfig(curriculum=curriculum, pickup_bonus=config.pickup_bonus))
+
+def _taxi_seeds(config, split:str, n:int, offset:int) -> list[int]:
+    pool = taxi_seeds(split, n_seeds=max(1000, 4 * (n + offset)))  # seeds whose start states the split owns
+    return [pool[(offset + i) % len(pool)] for i in range(n)]
+
+EXPLORE_DEPTHS = {'depth1': 1, 'depth2': 2, 'any': None}  # curriculum -> depth of the answer file
+
+def _explore_env(config, split:str, curriculum:str) -> ChoiceEnv:
+    depth = EXPLORE_DEPTHS[curriculum]
+    tasks = explore_tasks(split, mode=config.explore_mode, max_depth=depth)
+    return ExploreEnv(tasks, ExploreConfig(split=split, mode=config.explore_mode, max_depth=depth, seed=config.seed, max_entries=EXPLORE_MAX_ENTRIES))
+
+def _explore_seeds(config, split:str, n:int, offset:int) -> list[int]:
+    base = 0 if split == 'train' else 1_000_000  # seeds that draw tasks of the split's environment
+    return [base + offset + i for i in range(n)]
+
+register_choice_setting('taxi', ChoiceSetting(('pickup', 'dropoff', 'full'), _taxi_env, _taxi_seeds))
+register_choice_setting('explore', ChoiceSetting(tuple(EXPLORE_DEPTHS), _explore_env, _explore_seeds, lambda config: {'mode': config.explore_mode}))
 
 # %% ../../nbs/25_reflect.ipynb #f8567a4f
 @dataclass
@@ -76,8 +114,9 @@ class ReflectConfig(Config):
     seed:int=0 # seed of data, sampling and training
 
     def __post_init__(self):
-        if self.env not in ('taxi', 'explore'): raise ValueError(f"env must be 'taxi' or 'explore', got {self.env!r}")
-        ok = CURRICULA[self.env]
+        if self.env not in CHOICE_SETTINGS:
+            raise ValueError(f"env must be one of {sorted(CHOICE_SETTINGS)} (add yours with register_choice_setting), got {self.env!r}")
+        ok = CHOICE_SETTINGS[self.env].curricula
         if not self.curriculum: self.curriculum = ok[0]  # a curriculum left unset follows the environment
         for name in (self.curriculum,) + ((self.warmup_curriculum,) if self.warmup_curriculum else ()):
             if name not in ok: raise ValueError(f"{self.env} curriculum must be one of {ok}, got {name!r}")
@@ -85,27 +124,16 @@ class ReflectConfig(Config):
         if self.algorithm not in ('reinforce', 'ppo'): raise ValueError(f"algorithm must be 'reinforce' or 'ppo', got {self.algorithm!r}")
         if self.ppo_epochs < 1 or not 0 < self.clip_eps < 1: raise ValueError(f"ppo needs ppo_epochs >= 1 and 0 < clip_eps < 1, got {self.ppo_epochs}, {self.clip_eps}")
 
-CURRICULA = {'taxi': ('pickup', 'dropoff', 'full'), 'explore': ('depth1', 'depth2', 'any')}
-
 # %% ../../nbs/25_reflect.ipynb #da13a272
 def choice_env(config:ReflectConfig, split:str='train', curriculum:str|None=None) -> ChoiceEnv:
     "A fresh environment of the run (`split` 'train' or 'test'), on its curriculum or the one named."
-    cur = curriculum or config.curriculum
-    if config.env == 'taxi': return DangerousTaxiEnv(TaxiConfig(curriculum=cur, pickup_bonus=config.pickup_bonus))
-    depth = {'depth1': 1, 'depth2': 2, 'any': None}[cur]
-    tasks = explore_tasks(split, mode=config.explore_mode, max_depth=depth)
-    return ExploreEnv(tasks, ExploreConfig(split=split, mode=config.explore_mode, max_depth=depth, seed=config.seed,
-                                           max_entries=EXPLORE_MAX_ENTRIES))
+    return CHOICE_SETTINGS[config.env].make(config, split, curriculum or config.curriculum)
 
 EXPLORE_MAX_ENTRIES = (len(LABELS) - 3) // 4  # ls, cd .., exit and up to 4 commands per entry: every state's actions get a one-token label
 
 def episode_seeds(config:ReflectConfig, split:str, n:int, offset:int=0) -> list[int]:
-    "`n` episode seeds of `split`: taxi seeds whose start states the split owns; explore: seeds drawing tasks of the split's env."
-    if config.env == 'taxi':
-        pool = taxi_seeds(split, n_seeds=max(1000, 4 * (n + offset)))
-        return [pool[(offset + i) % len(pool)] for i in range(n)]
-    base = 0 if split == 'train' else 1_000_000
-    return [base + offset + i for i in range(n)]
+    "`n` episode seeds of `split`, from the environment's setting (taxi: start states the split owns; explore: tasks of the split)."
+    return CHOICE_SETTINGS[config.env].seeds(config, split, n, offset)
 
 # %% ../../nbs/25_reflect.ipynb #8158aeda
 class Memory(NamedTuple):
@@ -414,8 +442,8 @@ def load_adapter(model, path):
 # %% ../../nbs/25_reflect.ipynb #3f9b0af8
 def episode_record(config:ReflectConfig, episode:dict, curriculum:str|None=None) -> dict:
     "One evaluation episode as a results record: its task (environment, curriculum, seed), success, return, steps and actions."
-    task = {'env': config.env, 'curriculum': curriculum or config.curriculum, 'seed': episode['seed']}
-    if config.env == 'explore': task['mode'] = config.explore_mode
+    fields = CHOICE_SETTINGS[config.env].task_fields
+    task = {'env': config.env, 'curriculum': curriculum or config.curriculum, 'seed': episode['seed'], **(fields(config) if fields else {})}
     return {'task': task, 'success': float(episode['success']), 'return': episode['return'], 'steps': len(episode['steps']),
             'actions': [s['action'] for s in episode['steps']], 'oracle_actions': [s.get('oracle') for s in episode['steps']],
             'reflections': [s.get('reflection') for s in episode['steps']]}
