@@ -1,6 +1,6 @@
-"""Execute the library notebooks (`nbs/NN_*.ipynb`; the tens digit is the folder: base, envs, methods, runs) in place, so that they
-are committed with their outputs at smoke scale: what a reader opening one in JupyterLab or on GitHub sees without
-running anything.
+"""Execute the library notebooks (`nbs/NN_*.ipynb`; the tens digit is the folder: base, envs, methods, runs) in place,
+so that they are committed with their outputs at smoke scale: what a reader opening one in JupyterLab or on GitHub
+sees without running anything.
 
     python scripts/notebook_outputs.py            # every library notebook
     python scripts/notebook_outputs.py 20_critic  # some of them

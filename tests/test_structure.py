@@ -10,10 +10,12 @@ PKG = Path(__file__).resolve().parents[1] / 'sweet_rl'
 # trainers and scorers), runs/ (evaluation, launch, studies). A folder imports only its own and lower folders.
 FOLDERS = ['base', 'envs', 'methods', 'runs']
 # Within the folders, each module may import only modules of an earlier layer.
-LAYERS = [['base.core'], ['base.data', 'base.models', 'base.sandbox'], ['base.protocol', 'base.render'], ['base.train', 'base.rollout'],
+LAYERS = [['base.core'], ['base.data', 'base.models', 'base.sandbox'], ['base.protocol', 'base.render'],
+          ['base.train', 'base.rollout'],
           ['envs.backend', 'envs.frontend', 'envs.search', 'envs.taxi', 'envs.explore'],
           ['envs.clarify'],  # clarify builds on the backend environment's evaluator
-          ['methods.critic'], ['methods.vision_critic'], ['methods.scorers'], ['methods.actor', 'methods.mtgrpo', 'methods.reflect'],
+          ['methods.critic'], ['methods.vision_critic'], ['methods.scorers'],
+          ['methods.actor', 'methods.mtgrpo', 'methods.reflect'],
           ['runs.evaluate'], ['runs.credit'], ['runs.launch'], ['runs.pipeline']]
 LEVEL = {m: i for i, layer in enumerate(LAYERS) for m in layer}
 GENERIC = {'score', 'inputs', 'run', 'main', 'plan', 'select', 'figure', 'expand', 'collect', 'unwrap', 'checkpoints',
