@@ -22,7 +22,7 @@ if __name__ == '__main__':
                        save_episodes=False)
     with tempfile.TemporaryDirectory() as d:
         t = time.perf_counter()
-        train_mtgrpo(cfg, Path(d) / 'run', online_setting(cfg), progress=False)
+        train_mtgrpo(cfg, online_setting(cfg), Path(d) / 'run', progress=False)
         wall = time.perf_counter() - t
         steps = [json.loads(l) for l in (Path(d) / 'run' / 'steps.jsonl').read_text().splitlines()]
     timed = steps[1:] or steps

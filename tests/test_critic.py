@@ -1,144 +1,14 @@
-"Tests of sweet_rl.methods.critic: Eq. 2-3 in each normalization, preference pairs, critic inputs and masks, a LoRA critic step."
-import json, math, random
+"""Tests of sweet_rl.methods.critic that stay out of nbs/20_critic.ipynb: real ColBench rows, LoRA critic steps on a loaded model,
+cached scoring, the learning check and resuming (the pure checks of Eq. 2-3, pairs and masks live in the notebook)."""
+import json, math
 from pathlib import Path
 
 import pytest
 import torch
 
-from sweet_rl.methods.critic import (NORMALIZATIONS, PairConfig, agent_nll, bt_loss, critic_logprobs, critic_loss, critic_messages,
-                             encode_critic_inputs, is_success, make_pairs, token_log_ratio, training_info, trajectory_score,
-                             turn_advantages)
+from sweet_rl.methods.critic import (NORMALIZATIONS, critic_logprobs, critic_loss, critic_messages, encode_critic_inputs, make_pairs,
+                             training_info)
 from sweet_rl.base.core import REPO_ROOT
-
-# one trajectory: 2 prompt tokens, agent turn 0 (2 tokens), 1 user token, agent turn 1 (3 tokens)
-TURN = torch.tensor([-1, -1, 0, 0, -1, 1, 1, 1])
-RATIO = torch.tensor([5., -3., 0.2, 0.4, 9., 0.1, 0.3, -0.1])
-REF = torch.full((8,), -1.0)
-POL = REF + RATIO
-
-
-@pytest.mark.parametrize('norm,turns,score', [('paper', [0.3, 0.1], 0.4), ('release', [0.12, 0.06], 0.18),
-                                              ('none', [0.6, 0.3], 0.9)])
-def test_hand_computed_modes(norm, turns, score):
-    torch.testing.assert_close(turn_advantages(POL, REF, TURN, norm), torch.tensor(turns))
-    torch.testing.assert_close(trajectory_score(POL, REF, TURN, norm), torch.tensor(score))
-
-
-def test_default_is_paper_and_unknown_mode_refused():
-    torch.testing.assert_close(trajectory_score(POL, REF, TURN), trajectory_score(POL, REF, TURN, 'paper'))
-    with pytest.raises(ValueError, match='normalization must be one of'): trajectory_score(POL, REF, TURN, 'mean')
-    with pytest.raises(ValueError, match='shapes differ'): token_log_ratio(POL, REF[:3], TURN)
-
-
-def test_non_agent_tokens_ignored():
-    noisy = POL.clone(); noisy[TURN < 0] = 123.0
-    for norm in NORMALIZATIONS:
-        torch.testing.assert_close(turn_advantages(noisy, REF, TURN, norm), turn_advantages(POL, REF, TURN, norm))
-
-
-def test_modes_agree_where_they_should():
-    one_turn = torch.tensor([-1, 0, 0, 0, 0, -1])
-    pol, ref = torch.randn(6), torch.randn(6)
-    # one agent turn: paper (turn mean) == release (mean over all agent tokens)
-    torch.testing.assert_close(trajectory_score(pol, ref, one_turn, 'paper'), trajectory_score(pol, ref, one_turn, 'release'))
-    # K equal-length turns: release == paper / K; none == paper * L
-    eq = torch.tensor([-1, 0, 0, -1, 1, 1, -1, 2, 2])
-    pol, ref = torch.randn(9), torch.randn(9)
-    paper = trajectory_score(pol, ref, eq, 'paper')
-    torch.testing.assert_close(trajectory_score(pol, ref, eq, 'release'), paper / 3)
-    torch.testing.assert_close(trajectory_score(pol, ref, eq, 'none'), paper * 2)
-
-
-def test_padded_batch_with_different_turn_counts():
-    turn2 = torch.tensor([-1, 0, 0, 0, -1, -1, -1, -1])
-    pol2 = REF + torch.tensor([0., 0.3, 0.6, 0.9, 7., 7., 7., 7.])
-    P, R, T = torch.stack([POL, pol2]), torch.stack([REF, REF]), torch.stack([TURN, turn2])
-    torch.testing.assert_close(turn_advantages(P, R, T), torch.tensor([[0.3, 0.1], [0.6, 0.0]]))
-    torch.testing.assert_close(trajectory_score(P, R, T, 'release'), torch.tensor([0.18, 0.6]))
-    torch.testing.assert_close(trajectory_score(P, R, T, 'none'), torch.tensor([0.9, 1.8]))
-    # each row scored alone gives the same value as in the batch
-    torch.testing.assert_close(trajectory_score(pol2, REF, turn2, 'paper'), torch.tensor(0.6))
-
-
-def test_bt_loss_eq2():
-    s_pos, s_neg = torch.tensor([0.4, 2.0, -1.0]), torch.tensor([0.9, 2.0, 3.0])
-    for beta in (0.1, 1.0):
-        want = sum(-math.log(1 / (1 + math.exp(-beta * (a - b))))
-                   for a, b in zip(s_pos.tolist(), s_neg.tolist())) / 3
-        assert abs(bt_loss(s_pos, s_neg, beta).item() - want) < 1e-6
-    assert abs(bt_loss(torch.zeros(2), torch.zeros(2)).item() - math.log(2)) < 1e-7
-
-
-def test_critic_loss_combines_terms_and_grads_only_agent_tokens():
-    turn2 = torch.tensor([-1, 0, 0, 0, -1, -1, -1, -1])
-    rej = REF + torch.tensor([0., 0.3, 0.6, 0.9, 0., 0., 0., 0.])
-    p = POL.clone().requires_grad_()
-    out = critic_loss(p[None], REF[None], TURN[None], rej[None], REF[None], turn2[None], beta=0.1, nll_coef=0.01)
-    bt = -math.log(1 / (1 + math.exp(-0.1 * (0.4 - 0.6))))
-    nll = 1 - 0.18  # mean of -log π_θ over the chosen agent tokens
-    assert abs(out.bt.item() - bt) < 1e-6 and abs(out.nll.item() - nll) < 1e-6
-    assert abs(out.loss.item() - (bt + 0.01 * nll)) < 1e-6
-    assert out.accuracy.item() == 0.0
-    out.loss.backward()
-    assert p.grad[TURN < 0].abs().sum().item() == 0.0
-    assert (p.grad[TURN >= 0] < 0).all()
-    assert abs(agent_nll(REF[None], TURN[None]).item() - 1.0) < 1e-7
-
-
-def _traj(task, reward, success=None, tag=''):
-    r = {'task': {'problem_description': task, 'ground_truth': 'def f(): pass', 'hidden_information': 'def f(): pass',
-                  'test_cases': {'test1': 'f()'}},
-         'dialogue_history': [{'role': 'assistant', 'content': f'answer {tag}'}], 'answer': 'x', 'reward': reward}
-    if success is not None: r['success'] = success
-    return r
-
-
-ROLLS = [_traj('A', 1.0, tag='a0'), _traj('A', 0.3, tag='a1'), _traj('A', 0.0, tag='a2'),
-         _traj('B', 0.9, tag='b0'), _traj('B', 0.2, tag='b1'),
-         _traj('C', 1.0, True, 'c0'), _traj('C', 1.0, True, 'c1'), _traj('C', 0.5, False, 'c2')]
-
-
-def _tags(pairs): return [(p['chosen']['dialogue_history'][0]['content'], p['rejected']['dialogue_history'][0]['content']) for p in pairs]
-
-
-def test_pairs_released_protocol():
-    pairs = make_pairs(ROLLS)
-    tags = _tags(pairs)
-    assert [t[1] for t in tags] == ['answer a1', 'answer a2', 'answer c2']
-    assert all(t[0] == 'answer a0' for t in tags[:2]) and tags[2][0] in ('answer c0', 'answer c1')
-    assert all(p['chosen']['reward'] > p['rejected']['reward'] for p in pairs)
-    assert len({p['task_id'] for p in pairs}) == 2  # B's best failed
-
-
-def test_pairs_knobs():
-    assert len(make_pairs(ROLLS, PairConfig(require_success=False))) == 4
-    assert len(make_pairs(ROLLS, PairConfig(min_reward_gap=0.6))) == 2
-    assert len(make_pairs(ROLLS, PairConfig(min_reward_gap=0.5))) == 3  # 1.0 - 0.5 >= 0.5 still pairs
-    capped = make_pairs(ROLLS, PairConfig(max_pairs_per_task=1))
-    assert len(capped) == 2 and len({p['task_id'] for p in capped}) == 2
-    assert make_pairs([_traj('D', 0.8, True), _traj('D', 0.1, False)])[0]['chosen']['reward'] == 0.8
-    assert make_pairs([_traj('D', 1.0, False), _traj('D', 0.1)]) == []
-    assert make_pairs([_traj('D', 0.8), _traj('D', 0.1)], PairConfig(success_threshold=0.75)) != []
-    assert is_success({'reward': 1.0}) and not is_success({'reward': 0.99}) and is_success({'reward': 0.1, 'success': True})
-
-
-def test_pairs_deterministic_and_per_task_independent():
-    many = [_traj('E', 1.0, tag=f'top{k}') for k in range(4)] + [_traj('E', 0.1 * k, tag=f'low{k}') for k in range(6)]
-    cfg = PairConfig(max_pairs_per_task=3, seed=7)
-    a = _tags(make_pairs(many, cfg))
-    assert a == _tags(make_pairs(many, cfg)) and len(a) == 3
-    # other tasks in the input (and their order) do not change this task's pairs
-    shuffled = many + ROLLS
-    random.Random(1).shuffle(shuffled)
-    b = _tags([p for p in make_pairs(shuffled, cfg) if p['chosen']['task']['problem_description'] == 'E'])
-    assert sorted(a) == sorted(b)
-    seeds = {tuple(_tags(make_pairs(many, PairConfig(max_pairs_per_task=3, seed=s)))) for s in range(8)}
-    assert len(seeds) > 1  # the seed matters
-
-
-def test_pairs_bad_input():
-    with pytest.raises(ValueError, match="trajectory 1: field 'reward'"): make_pairs([_traj('A', 1.0), {**_traj('A', 0), 'reward': None}])
-    with pytest.raises(ValueError, match="trajectory 0: field 'task'"): make_pairs([{'reward': 1.0}])
 
 
 def test_critic_messages_real_tasks():
@@ -178,34 +48,6 @@ TRAJ = {'task': {'problem_description': 'Write f(x).', 'ground_truth': 'def f(x)
                              {'role': 'assistant', 'content': 'I WANT TO ANSWER:\ndef f(x): return x'}]}
 
 
-@pytest.mark.parametrize('use_hidden_info', [True, False])
-def test_mask_token_by_token_on_real_template(tok, use_hidden_info):
-    msgs = critic_messages(TRAJ, use_hidden_info)
-    text = tok.apply_chat_template(msgs, tokenize=False)
-    enc = encode_critic_inputs(tok, [TRAJ], use_hidden_info)
-    ids, turns = enc.input_ids[0].tolist(), enc.turn_index[0].tolist()
-    offsets = tok(text, add_special_tokens=False, return_offsets_mapping=True)['offset_mapping']
-    assert tok(text, add_special_tokens=False)['input_ids'] == ids
-    # independent of models.py: find each agent message's content by text search, then check every token
-    spans, pos = [], 0
-    for m in TRAJ['dialogue_history']:
-        start = text.index(m['content'], pos); pos = start + len(m['content'])
-        if m['role'] == 'assistant': spans.append((start, pos))
-    end_id = tok.convert_tokens_to_ids('<|im_end|>')
-    for t, ((s, e), k) in enumerate(zip(offsets, turns)):
-        inside = [j for j, (cs, ce) in enumerate(spans) if s < ce and e > cs]
-        if inside: assert k == inside[0], (t, tok.decode([ids[t]]))
-        elif k >= 0:  # only the end-of-turn token right after an agent message may be marked outside its content
-            assert ids[t] == end_id and text[spans[k][1]:s].strip() == '', (t, tok.decode([ids[t]]))
-        else: assert k == -1
-    for k, (cs, ce) in enumerate(spans):
-        assert tok.decode([i for i, j in zip(ids, turns) if j == k]) == text[cs:ce] + '<|im_end|>'
-    outside = tok.decode([i for i, j in zip(ids, turns) if j < 0])
-    assert 'Yes, exactly unchanged.' in outside and 'Write f(x).' in outside and 'system' in outside
-    assert 'Should f return' not in outside
-    assert ('def f(x): return x' in outside) == use_hidden_info  # the reference sits in the prompt, never scored
-
-
 def test_lora_critic_steps(tok):
     from peft import LoraConfig, get_peft_model
     from sweet_rl.base.core import seed_everything
@@ -240,19 +82,8 @@ def test_lora_critic_steps(tok):
     torch.testing.assert_close(again, cr)
 
 
-def test_pairs_accept_trajectory_objects_and_validate_config():
-    from sweet_rl.base.data import Trajectory
-    objs = [Trajectory.from_dict(_traj('F', 1.0, tag='x')), Trajectory.from_dict(_traj('F', 0.0, tag='y'))]
-    pairs = make_pairs(objs)
-    assert len(pairs) == 1 and pairs[0]['chosen']['reward'] == 1.0 and pairs[0]['rejected']['reward'] == 0.0
-    with pytest.raises(ValueError, match='max_pairs_per_task'): PairConfig(max_pairs_per_task=0)
-    with pytest.raises(ValueError, match='min_reward_gap'): PairConfig(min_reward_gap=-0.1)
-    with pytest.raises(TypeError, match='expected a trajectory record'): make_pairs(['not a record'])
-    assert PairConfig.from_dict({'max_pairs_per_task': 2}).max_pairs_per_task == 2
-
-
 # ---------------------------------------------------------------- scoring API, training, learning check
-from sweet_rl.methods.critic import Critic, CriticConfig, candidate_inputs, synthetic_trajectories, train_critic
+from sweet_rl.methods.critic import Critic, CriticConfig, synthetic_trajectories, train_critic
 from sweet_rl.methods.scorers import CriticScorer, JudgeScorer, parse_verdict, score_candidates, score_candidates_full
 
 
@@ -283,14 +114,6 @@ def test_cached_scoring_equals_uncached(perturbed_critic, norm):
     torch.testing.assert_close(score_candidates(c.model, c.tokenizer, task, [], cands[:2], normalization=norm),
                                score_candidates_full(c.model, c.tokenizer, task, [], cands[:2], normalization=norm),
                                atol=1e-4, rtol=0)
-
-
-def test_candidate_inputs_refuse_bad_input(tok):
-    task = {'problem_description': 'p', 'ground_truth': 'def f(): pass'}
-    with pytest.raises(ValueError, match='non-empty list'): candidate_inputs(tok, task, [], 'just a string')
-    with pytest.raises(ValueError, match='candidate 1'): candidate_inputs(tok, task, [], ['ok', 3])
-    with pytest.raises(ValueError, match='ends with an agent message'):
-        candidate_inputs(tok, task, [{'role': 'assistant', 'content': 'hi'}], ['ok'])
 
 
 def test_head_scoring_cache_matches_full_sequence(perturbed_critic):

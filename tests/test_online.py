@@ -125,7 +125,7 @@ def test_reward_rises_within_a_few_steps(tmp_path):
                        gradient_checkpointing=True)  # without it the update's activations took this worker past 7 GB (OOM beside a notebook test)
     policy = OnlinePolicy.build(cfg)
     before = held_out_rate(policy, setting)
-    train_mtgrpo(cfg, tmp_path / 'run', setting, progress=False, policy=policy)
+    train_mtgrpo(cfg, setting, tmp_path / 'run', progress=False, policy=policy)
     after = held_out_rate(policy, setting)
     steps = [json.loads(l) for l in (tmp_path / 'run' / 'steps.jsonl').read_text().splitlines()]
     print(f"held-out rate of answers starting with {PREFIX!r}: {before:.2f} -> {after:.2f}; per step: "
@@ -138,18 +138,18 @@ def test_interrupted_training_resumes_from_its_checkpoint(tmp_path, tiny_lm):
     setting = prefix_setting()
     cfg = MTGRPOConfig(model=tiny_lm, mode='mt', steps=3, group_size=2, batch_size=1, max_new_tokens=4, lr=1e-3, dtype='float32', save_steps=1,
                        lora_r=4, lora_alpha=8, seed=0)
-    straight = train_mtgrpo(cfg, tmp_path / 'straight', setting, progress=False)
+    straight = train_mtgrpo(cfg, setting, tmp_path / 'straight', progress=False)
     assert not (tmp_path / 'resumed' / 'policy').exists()
-    train_mtgrpo(cfg, tmp_path / 'resumed', setting, progress=False, stop_after=2)
+    train_mtgrpo(cfg, setting, tmp_path / 'resumed', progress=False, max_steps=2)
     assert not (tmp_path / 'resumed' / 'policy').exists()  # not finished: no result yet
     assert (tmp_path / 'resumed' / 'checkpoints' / 'checkpoint-2').is_dir()
-    resumed = train_mtgrpo(cfg, tmp_path / 'resumed', setting, progress=False)
+    resumed = train_mtgrpo(cfg, setting, tmp_path / 'resumed', progress=False)
     a, b = straight.trainable_state(), resumed.trainable_state()
     assert set(a) == set(b) and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     logs = [[json.loads(l) for l in (tmp_path / d / 'steps.jsonl').read_text().splitlines()] for d in ('straight', 'resumed')]
     assert [s['step'] for s in logs[1]] == [1, 2, 3]
     for x, y in zip(*logs): assert x['loss'] == pytest.approx(y['loss'], abs=1e-6) and x['reward'] == y['reward']
-    again = train_mtgrpo(cfg, tmp_path / 'resumed', setting, progress=False)  # finished: loaded, not retrained
+    again = train_mtgrpo(cfg, setting, tmp_path / 'resumed', progress=False)  # finished: loaded, not retrained
     assert all(torch.equal(again.trainable_state()[k], b[k]) for k in b)
 
 
@@ -166,7 +166,7 @@ def test_backend_with_a_sweet_critic_as_turn_reward(tmp_path):
                        max_turns=2, max_new_tokens=8, simulator_max_new_tokens=8, n_tasks=2, dtype='float32', lora_r=4, lora_alpha=8)
     setting = online_setting(cfg)
     assert [(r.name, r.level, r.weight) for r in setting.rewards] == [('tests_passed', 'outcome', 1.0), ('critic_advantage', 'turn', 0.5)]
-    train_mtgrpo(cfg, tmp_path / 'run', setting, progress=False)
+    train_mtgrpo(cfg, setting, tmp_path / 'run', progress=False)
     step = json.loads((tmp_path / 'run' / 'steps.jsonl').read_text().splitlines()[0])
     assert 0 <= step['reward_tests_passed'] <= 1 and step['reward_critic_advantage'] != 0 and math.isfinite(step['loss'])
     episodes = [json.loads(l) for l in (tmp_path / 'run' / 'episodes.jsonl').read_text().splitlines()]
@@ -205,7 +205,7 @@ def test_full_finetuning_with_kl_and_rollouts_reused(tmp_path, tiny_lm):
     policy = OnlinePolicy.build(cfg)
     assert policy.ref_model is not None
     before = {k: v.clone() for k, v in policy.trainable_state().items()}
-    train_mtgrpo(cfg, tmp_path / 'run', setting, progress=False, policy=policy)
+    train_mtgrpo(cfg, setting, tmp_path / 'run', progress=False, policy=policy)
     steps = [json.loads(l) for l in (tmp_path / 'run' / 'steps.jsonl').read_text().splitlines()]
     assert [(s['reused'], s['rollout_s'] == 0) for s in steps] == [(0.0, False), (1.0, True)]
     assert steps[0]['kl'] == 0 and steps[1]['kl'] > 0
@@ -254,7 +254,7 @@ def test_a_step_without_signal_still_moves_the_weights(tmp_path, tiny_lm):
                       merged=lambda records: [False] * len(records))  # the setting's own criterion (by agent turns, all would merge)
     cfg = MTGRPOConfig(model=tiny_lm, mode='or', steps=2, group_size=4, batch_size=1, max_new_tokens=4, lr=1e-3, dtype='float32',
                        save_steps=1, lora_r=4, lora_alpha=8, save_episodes=False)
-    train_mtgrpo(cfg, tmp_path / 'run', setting, progress=False)
+    train_mtgrpo(cfg, setting, tmp_path / 'run', progress=False)
     steps = [json.loads(l) for l in (tmp_path / 'run' / 'steps.jsonl').read_text().splitlines()]
     assert steps[0]['advantage_abs'] > 0 and steps[1]['advantage_abs'] == 0 and steps[1]['grad_norm'] == 0
     assert steps[1]['silent_groups'] == 1.0 and steps[0]['silent_groups'] == 0.0

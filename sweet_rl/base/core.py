@@ -14,11 +14,11 @@ from fastcore.docments import docments
 
 # %% auto #0
 __all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'USER_ERRORS', 'LIVE_SUFFIX', 'MANIFEST_PACKAGES', 'LATER_PARAMS', 'RUN_REF',
-           'cache_dir', 'seed_everything', 'ConfigError', 'expand_env', 'run_cli', 'Config', 'atomic_write_text',
-           'write_progress', 'Busy', 'file_lock', 'lock_holder', 'stable_id', 'best_index', 'JsonlError', 'read_jsonl',
-           'write_jsonl', 'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params',
-           'run_identity', 'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry', 'artifact_id',
-           'artifact_dir']
+           'cache_dir', 'seed_everything', 'ConfigError', 'expand_env', 'run_cli', 'register', 'Config',
+           'atomic_write_text', 'write_progress', 'Busy', 'file_lock', 'lock_holder', 'stable_id', 'best_index',
+           'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore', 'git_state', 'device_info', 'run_manifest',
+           'write_manifest', 'run_params', 'run_identity', 'run_dir_for', 'start_run', 'resolve_run_output',
+           'output_entry', 'artifact_id', 'artifact_dir']
 
 # %% ../../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parents[1] if '__file__' in globals() else Path('../sweet_rl').resolve()  # the package, above base/
@@ -85,15 +85,30 @@ def run_cli(main, # the command's entry point
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
 
+# %% ../../nbs/00_core.ipynb #9569573a
+def register(registry:dict, name:str, value,
+             what:str='name', # what the registry holds, for the error ('environment kind', 'setting', ...)
+             replace:bool=False): # allow a different value under a taken name
+    "Put `value` under `name`; a different value under a taken name needs `replace` (registering the same one again is fine)."
+    if name in registry and registry[name] != value and not replace:
+        raise ValueError(f"{what} {name!r} is already registered ({registry[name]!r}); pass replace=True to change it")
+    registry[name] = value
+    return value
+
 # %% ../../nbs/00_core.ipynb #dc4badb6
 @dataclass
 class Config:
     "Base for hyperparameter dataclasses: JSON round-trip, unknown keys refused, docments as help."
     @classmethod
     def field_docs(cls) -> dict:
-        "Help text of each field, taken from its docments comment."
-        try: docs = docments(cls)
-        except (OSError, TypeError): docs = {}  # no source available (e.g. a class typed into a REPL)
+        "Help text of each field, taken from its docments comment (a field a subclass redeclares: the subclass's comment)."
+        docs = {}
+        for k in reversed(cls.__mro__):  # a base's comments first: docments reads one class's source only
+            if '__dataclass_fields__' not in vars(k): continue
+            try: found = docments(k)
+            except (OSError, TypeError): continue  # no source available (e.g. a class typed into a REPL)
+            own = vars(k).get('__annotations__', {})
+            docs.update({n: v for n, v in found.items() if n in own and v is not None})
         return {f.name: docs.get(f.name) for f in fields(cls)}
 
     @classmethod

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import copy, gc, inspect, json, time, warnings, weakref
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -13,14 +14,14 @@ import torch
 import torch.nn.functional as F
 from transformers import Trainer, TrainerCallback
 
-from .core import atomic_write_text, seed_everything, write_jsonl, write_progress
-from .models import (TransformersBackend, add_lora, causal_lm, gather_logprobs, head_projects_hidden, live_vllm_engines,
+from .core import Config, atomic_write_text, seed_everything, write_jsonl, write_progress
+from .models import (LORA_TARGETS, TransformersBackend, add_lora, causal_lm, gather_logprobs, head_projects_hidden, live_vllm_engines,
                              load_model, projected_logprobs, token_logprobs)
 
 # %% auto #0
 __all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'logits_projection', 'policy_logprobs', 'trainable_state',
            'reference_placement', 'layer_classes', 'shard_reference', 'reference_logprobs', 'ObjectiveTrainer',
-           'training_arguments', 'list_checkpoints', 'TimedCheckpoints', 'ProgressFile', 'write_results',
+           'TrainConfig', 'training_arguments', 'list_checkpoints', 'TimedCheckpoints', 'ProgressFile', 'write_results',
            'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights',
            'live_models', 'release_models', 'Policy']
 
@@ -164,6 +165,33 @@ class ObjectiveTrainer(Trainer):
         if state_dict is None and not hasattr(inner, 'save_pretrained'):  # a head around a backbone: trainable weights only
             state_dict = trainable_state(inner)
         super()._save(output_dir, state_dict)
+
+# %% ../../nbs/06_train.ipynb #f8223332
+@dataclass
+class TrainConfig(Config):
+    "What every trainer shares: the model, LoRA, the optimizer, checkpoints and the seed."
+    model:str='smollm2-135m' # preset, local folder or cached hub id
+    lora:bool=True # LoRA adapter (reference: the adapter disabled); False: full fine-tuning with a frozen copy
+    lora_r:int=16 # LoRA rank
+    lora_alpha:int=32 # LoRA scaling numerator
+    lora_targets:list|None=None # module names (None: attention and MLP projections)
+    dtype:str='auto' # 'auto', 'float32', 'bfloat16'
+    lr:float=1e-4 # learning rate
+    batch_size:int=2 # examples per device step
+    grad_accum:int=1 # global batch = batch_size x processes x grad_accum
+    warmup_ratio:float=0.1 # share of the steps warming up
+    weight_decay:float=0.0 # AdamW weight decay
+    gradient_checkpointing:bool=False # recompute activations in the backward pass (long inputs on large models)
+    save_steps:int=50 # checkpoint every this many steps (a run resumes from the last)
+    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time, by process 0's clock (None: save_steps only)
+    save_total_limit:int=2 # checkpoints kept
+    logging_steps:int=1 # log every this many steps
+    seed:int=0 # seed of the data order, sampling and initialisation
+
+    def __post_init__(self):  # a method's config calls it from its own
+        for f in ('lr', 'batch_size', 'grad_accum'):
+            if not getattr(self, f) > 0: raise ValueError(f"{f} must be positive, got {getattr(self, f)!r}")
+        if self.lora_targets is None: self.lora_targets = list(LORA_TARGETS)
 
 # %% ../../nbs/06_train.ipynb #b70cf33e
 def training_arguments(config, # a config with the usual fields: batch_size, grad_accum, lr, epochs, warmup_ratio, ...

@@ -17,7 +17,7 @@ from ..base.data import chat_message
 from ..base.models import (LORA_TARGETS, GenerationBackend, SamplingParams, TransformersBackend, VLLMBackend, add_lora,
                              encode_conversations, end_of_turn_ids, generation_prompt_ids, resolve_model_path, vllm_parallel_size)
 from ..base.data import as_record
-from ..base.train import (ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations, list_checkpoints, example_lengths,
+from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations, list_checkpoints, example_lengths,
                             policy_logprobs, training_arguments, within_length, write_results)
 from .critic import PairConfig, agent_nll, is_success, make_pairs, pair_loss
 from ..base.rollout import score_list, scorer_label
@@ -32,36 +32,22 @@ __all__ = ['METHODS', 'GENERATION', 'HF_MODEL_FILES', 'ActorConfig', 'CandidateC
 METHODS = ('sweet', 'rft', 'mtdpo')
 
 @dataclass
-class ActorConfig(Config):
+class ActorConfig(TrainConfig):
     "The policy and how it is trained (defaults: smoke scale on CPU; paper Table 5 values in comments)."
     model:str='smollm2-135m' # preset, local folder or cached hub id of the policy (paper: Llama-3.1-8B-Instruct)
     method:str='sweet' # 'sweet' (critic-ranked per-turn DPO), 'rft' (rejection fine-tuning) or 'mtdpo' (multi-turn DPO)
-    lora:bool=True # LoRA adapter (reference = the policy before training); False: full fine-tuning with a frozen copy
-    lora_r:int=16
-    lora_alpha:int=32
-    lora_targets:list|None=None # module names (None: attention and MLP projections)
-    dtype:str='auto' # 'auto', 'float32', 'bfloat16'
     lr:float=1e-4 # paper: 2e-7 for all three methods (full fine-tuning of 8B models)
     beta:float=0.1 # DPO β of sweet and mtdpo (paper 0.1)
     nll_coef:float=0.01 # NLL coefficient of sweet and mtdpo (paper 0.01)
     epochs:float=1 # paper: sweet 1; rft and mtdpo 4 (backend), 8 (frontend)
     batch_size:int=2 # pairs (sweet, mtdpo) or conversations (rft) per device step
     grad_accum:int=1 # global batch = batch_size x processes x grad_accum (paper: 8; rft 32)
-    warmup_ratio:float=0.1
-    weight_decay:float=0.0
     max_length:int|None=None # training skips (and reports) longer pairs or conversations (None: no limit; release: 8192)
-    gradient_checkpointing:bool=False # recompute activations in the backward pass (long dialogues on large models)
-    save_steps:int=50
-    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time, by process 0's clock (None: save_steps only)
-    save_total_limit:int=2
-    logging_steps:int=1
-    seed:int=0
 
     def __post_init__(self):
         if self.method not in METHODS: raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        for f in ('lr', 'epochs', 'batch_size', 'grad_accum'):
-            if not getattr(self, f) > 0: raise ValueError(f"{f} must be positive, got {getattr(self, f)!r}")
-        if self.lora_targets is None: self.lora_targets = list(LORA_TARGETS)
+        if not self.epochs > 0: raise ValueError(f"epochs must be positive, got {self.epochs!r}")
+        super().__post_init__()
 
 # %% ../../nbs/23_actor.ipynb #d0f2e16b
 @dataclass

@@ -17,7 +17,7 @@ from ..base.core import Config, artifact_dir, artifact_id, file_lock, seed_every
 from ..base.data import as_record, detect_kind, dialogue_turns
 from ..base.models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, load_model,
                              per_turn, token_logprobs)
-from ..base.train import (ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, layer_classes, list_checkpoints,
+from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, layer_classes, list_checkpoints,
                             example_lengths, frozen_reference, policy_logprobs, reference_logprobs, training_arguments,
                             within_length, write_results)
 
@@ -251,45 +251,31 @@ def candidate_inputs(tokenizer, task:dict, # the task, with its training-time in
 HEADS = ('sweet', 'regression', 'value', 'vision')
 
 @dataclass
-class CriticConfig(Config):
+class CriticConfig(TrainConfig):
     "What the critic is and how it is trained (defaults: smoke scale on CPU; Table 5 values in comments)."
     model:str='smollm2-135m' # preset, local folder or cached hub id of the critic backbone
     head:str='sweet' # 'sweet' (Eq. 3), 'regression' (BT on a scalar head), 'value' (success classifier) or 'vision' (VLM, frontend)
     use_hidden_info:bool=True # the critic reads the reference code / page
     normalization:str='paper' # 'paper', 'release' or 'none' (SWEET head only)
     template:str|None=None # critic first-message template (None: `CRITIC_PROMPT` / `CRITIC_PROMPT_NO_INFO`)
-    lora:bool=True # LoRA adapter (reference = adapter disabled); False: full fine-tuning with a frozen copy
-    lora_r:int=16
-    lora_alpha:int=32
-    lora_targets:list|None=None # module names (None: attention and MLP projections)
-    dtype:str='auto' # 'auto', 'float32', 'bfloat16'
     lr:float=1e-4 # paper: 2e-7 for full fine-tuning of 8B models
     beta:float=0.1 # β of Eq. 2 (paper 0.1)
     nll_coef:float=0.01 # NLL coefficient (paper 0.01)
     epochs:float=2 # paper: 4 backend, 8 frontend
     batch_size:int=4 # pairs (or trajectories, value head) per device step
     grad_accum:int=2 # global batch = batch_size x processes x grad_accum (paper: 8)
-    warmup_ratio:float=0.1
-    weight_decay:float=0.0
     max_length:int|None=4096 # training skips (and reports) examples whose critic input is longer (None: no limit; release: 8192)
-    save_steps:int=50
-    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time, by process 0's clock (None: save_steps only)
-    save_total_limit:int=2
-    logging_steps:int=1
-    seed:int=0
     max_image_pixels:int=200_704 # vision head: screenshots are scaled down to at most this many pixels (448 x 448)
     max_message_chars:int=2000 # vision head: each message is cut to this many characters (pages are seen as images)
     max_sequences:int|None=4 # vision head: most turn sequences through the model at once in training (more run in chunks; None: all)
-    gradient_checkpointing:bool=False # recompute activations in the backward pass (long inputs on large models)
 
     def __post_init__(self):
         if self.head not in HEADS: raise ValueError(f"head must be one of {HEADS}, got {self.head!r}")
         check_normalization(self.normalization)
-        for f in ('lr', 'epochs', 'batch_size', 'grad_accum'):
-            if not getattr(self, f) > 0: raise ValueError(f"{f} must be positive, got {getattr(self, f)!r}")
+        if not self.epochs > 0: raise ValueError(f"epochs must be positive, got {self.epochs!r}")
         if self.max_sequences is not None and not (isinstance(self.max_sequences, int) and self.max_sequences > 0):
             raise ValueError(f"max_sequences must be a positive number of sequences or None (all at once), got {self.max_sequences!r}")
-        if self.lora_targets is None: self.lora_targets = list(LORA_TARGETS)
+        super().__post_init__()
 
 # %% ../../nbs/20_critic.ipynb #b9f296f2
 def backbone_decoder(model):

@@ -13,10 +13,10 @@ from typing import Callable, NamedTuple, Sequence
 import torch
 from fastcore.basics import patch
 
-from ..base.core import Config, JsonlStore, atomic_write_text, stable_id
+from ..base.core import Config, JsonlStore, atomic_write_text, register, stable_id
 from ..base.models import TransformersBackend, encode_conversations, token_logprobs, LORA_TARGETS
 from ..base.rollout import RolloutConfig, env_factory, run_rollouts
-from ..base.train import (ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations,
+from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations,
                             list_checkpoints, policy_logprobs, reference_logprobs, training_arguments, write_results)
 
 # %% auto #0
@@ -164,7 +164,7 @@ def critic_turn_reward(critic, # a trained critic (`sweet_rl.methods.critic.Crit
 
 # %% ../../nbs/24_mtgrpo.ipynb #1d0b6198
 @dataclass
-class MTGRPOConfig(Config):
+class MTGRPOConfig(TrainConfig):
     "Online multi-turn GRPO: the policy, the advantage mode, the rollouts, the optimizer and the setting (paper values in comments)."
     model:str='smollm2-135m' # policy: preset, local folder or cached hub id (paper: Qwen2.5-7B)
     mode:str='mt' # 'or' (GRPO-OR), 'mr' (GRPO-MR) or 'mt' (MT-GRPO)
@@ -180,22 +180,10 @@ class MTGRPOConfig(Config):
     lr_scheduler:str='constant_with_warmup' # any 🤗 scheduler name (paper: constant after warm-up)
     warmup_ratio:float=0.0 # share of the steps warming up (paper: 20 of 300)
     max_grad_norm:float=0.1 # gradient clipping (paper 0.1)
-    weight_decay:float=0.0
     max_new_tokens:int=64 # agent tokens per turn
     temperature:float=1.0 # sampling temperature of the rollouts
     top_p:float=1.0
-    lora:bool=True # LoRA adapter (reference: the adapter disabled); False: full fine-tuning (paper)
-    lora_r:int=16
-    lora_alpha:int=32
-    lora_targets:list|None=None # module names (None: attention and MLP projections)
-    dtype:str='auto' # 'auto', 'float32', 'bfloat16'
-    gradient_checkpointing:bool=False # recompute activations in the backward pass
-    save_steps:int=50 # checkpoint every this many steps (a run resumes from the last)
-    save_minutes:float|None=30 # also checkpoint every this many minutes of wall time (one process; None: save_steps only)
-    save_total_limit:int=2
-    logging_steps:int=1
     save_episodes:bool=True # write every episode of process 0 to `episodes.jsonl` in the run folder
-    seed:int=0
     env:str='search' # the registered setting `online_setting` builds: 'search' (country facts, BM25 tool), 'backend' (ColBench), or yours (`register_setting`)
     max_turns:int=2 # agent turns per episode (search: 2, a search then an answer)
     agent_template:str='' # path to an agent prompt file with {problem_description} (empty: the environment's own; search: `SEARCH_PROMPT`)
@@ -218,7 +206,7 @@ class MTGRPOConfig(Config):
         for f in ('group_size', 'batch_size', 'grad_accum', 'steps', 'updates_per_batch', 'max_new_tokens'):
             if not getattr(self, f) >= 1: raise ValueError(f"{f} must be at least 1, got {getattr(self, f)!r}")
         if self.group_size < 2: raise ValueError(f"group_size must be at least 2 (a group of one has no advantage), got {self.group_size}")
-        if self.lora_targets is None: self.lora_targets = list(LORA_TARGETS)
+        super().__post_init__()
 
 # %% ../../nbs/24_mtgrpo.ipynb #f4b7d8d1
 class Setting(NamedTuple):
@@ -267,8 +255,7 @@ SETTINGS: dict[str, Callable] = {'search': search_setting, 'backend': backend_se
 def register_setting(name:str, build:Callable, # (config) -> `Setting`
                      replace:bool=False):
     "Let `MTGRPOConfig(env=name)` train where `build` says: `train_mtgrpo` and `launch` build their setting by name."
-    if SETTINGS.get(name, build) is not build and not replace: raise ValueError(f"setting {name!r} is already registered; pass replace=True to change it")
-    SETTINGS[name] = build
+    register(SETTINGS, name, build, 'setting', replace)
 
 def online_setting(config:MTGRPOConfig) -> Setting:
     "The environment, prompts and rewards of the setting `config.env` names."
@@ -457,16 +444,19 @@ def _cut_logs(run_dir:Path, step:int):
             atomic_write_text(p, ''.join(keep))
 
 def train_mtgrpo(config:MTGRPOConfig, # the method, the policy and the setting
+                 setting:Setting|None, # environment, prompts and rewards (None: `online_setting(config)`)
                  out_dir, # run folder: checkpoints/, policy/ (the result), steps.jsonl, episodes.jsonl, train_log.jsonl
-                 setting:Setting|None=None, # environment, prompts and rewards (default: `online_setting(config)`)
+                 *,
                  resume:bool=True, # continue from the last checkpoint; reuse a finished policy
                  progress:bool=True, # progress bar
-                 stop_after:int|None=None, # stop after this many steps with a checkpoint, as an interruption would
+                 max_steps:int=-1, # stop after this many optimizer steps with a checkpoint, as an interruption would (-1: `config.steps`)
                  device:str|None=None,
                  policy:OnlinePolicy|None=None, # train this policy instead of a fresh one
                 ) -> OnlinePolicy:
     "Train the policy with online (multi-turn) GRPO on the 🤗 Trainer; the result is saved in `out_dir/policy`."
     from transformers import TrainerCallback
+    if setting is not None and not isinstance(setting, Setting):
+        raise TypeError(f"train_mtgrpo(config, setting, out_dir): setting must be a Setting or None, got {type(setting).__name__}")
     out_dir = Path(out_dir)
     done = out_dir / 'policy'
     if resume and (found := OnlinePolicy.finished(done, config, device)) is not None: return found
@@ -481,7 +471,7 @@ def train_mtgrpo(config:MTGRPOConfig, # the method, the policy and the setting
 
     class _StopAfter(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
-            if stop_after is not None and state.global_step >= stop_after: control.should_save = control.should_training_stop = True
+            if 0 <= max_steps <= state.global_step: control.should_save = control.should_training_stop = True
     last = list_checkpoints(ckpt) if resume else []
     if args.process_index == 0: _cut_logs(out_dir, int(last[-1].name.split('-')[-1]) if last else 0)
     if config.gradient_checkpointing: checkpoint_activations(policy.model)

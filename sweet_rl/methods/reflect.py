@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from ..base.core import Config, JsonlStore, atomic_write_text, read_jsonl, seed_everything, stable_id, write_jsonl, write_manifest
+from ..base.core import (Config, JsonlStore, atomic_write_text, read_jsonl, register, seed_everything, stable_id, write_jsonl,
+                                write_manifest)
 from ..base.models import DEFAULT_CACHE_BYTES, SamplingParams, TransformersBackend, add_lora, end_of_turn_ids, generation_prompt_ids, load_model
 from ..base.protocol import ChoiceEnv
 from ..envs.taxi import DangerousTaxiEnv, MixedStep, TaxiConfig, mixed_oracle_rollout, taxi_seeds
@@ -47,9 +48,7 @@ CHOICE_SETTINGS: dict[str, ChoiceSetting] = {}
 
 def register_choice_setting(name:str, setting:ChoiceSetting, replace:bool=False) -> ChoiceSetting:
     "Let `ReflectConfig(env=name)` run on `setting`; registering a different one under a taken name needs `replace`."
-    if CHOICE_SETTINGS.get(name, setting) != setting and not replace: raise ValueError(f"choice setting {name!r} is already registered; pass replace=True to change it")
-    CHOICE_SETTINGS[name] = setting
-    return setting
+    return register(CHOICE_SETTINGS, name, setting, 'choice setting', replace)
 
 # %% ../../nbs/25_reflect.ipynb #3b3d4590
 def _taxi_env(config, split:str, curriculum:str) -> ChoiceEnv: return DangerousTaxiEnv(TaxiConfig(curriculum=curriculum, pickup_bonus=config.pickup_bonus))
@@ -463,11 +462,11 @@ def evaluate_policy(model, tokenizer, config:ReflectConfig, reflector:Reflector|
             **({'advice': advice_metrics(eps)} if reflector is not None else {})}
 
 # %% ../../nbs/25_reflect.ipynb #49b6211c
-def _stage_models(config:ReflectConfig, out:Path, data:list, progress:bool):
+def _stage_models(config:ReflectConfig, out:Path, data:list, progress:bool, device:str|None=None):
     "The frozen reflection model (trained once, or loaded) and the policy after its SFT warm-up (trained once, or loaded)."
     reflector, logs = None, {}
     if config.reflection:
-        rm, rtok = lora_lm(config.reflection_model, config)
+        rm, rtok = lora_lm(config.reflection_model, config, device)
         f = out / 'reflection' / 'weights.safetensors'
         if f.is_file(): load_adapter(rm, f)
         else:
@@ -477,7 +476,7 @@ def _stage_models(config:ReflectConfig, out:Path, data:list, progress:bool):
                                          data, config, 'reflection SFT', progress)
             save_adapter(rm, f)
         reflector = Reflector(rm.requires_grad_(False), rtok, config.reflection_tokens)
-    pm, ptok = lora_lm(config.model, config)
+    pm, ptok = lora_lm(config.model, config, device)
     f = out / 'policy_sft' / 'weights.safetensors'
     if f.is_file(): load_adapter(pm, f)
     else:
@@ -493,8 +492,15 @@ def _stage_models(config:ReflectConfig, out:Path, data:list, progress:bool):
     return reflector, pm, ptok
 
 # %% ../../nbs/25_reflect.ipynb #d1845461
-def train_reflect(config:ReflectConfig, out_dir, progress:bool=True) -> dict:
-    "Reflect-RL end to end in `out_dir`: reflection data, reflection SFT (frozen), policy SFT, online REINFORCE with replay, evaluations; resumes."
+def train_reflect(config:ReflectConfig, # the run: environment, models, data, SFT and online RL
+                  out_dir, # run folder: reflection data, adapters, checkpoint.pt, train_log.jsonl, episodes, metrics.json
+                  *,
+                  progress:bool=True, # progress bars
+                  max_steps:int=-1, # stop online RL after this many iterations with a checkpoint, as an interruption would (-1: all)
+                  device:str|None=None, # where the models run (None: a GPU if there is one, else the CPU)
+                 ) -> dict:
+    """Reflect-RL end to end in `out_dir`: reflection data, reflection SFT (frozen), policy SFT, online REINFORCE with replay,
+    evaluations; resumes. Stopped early by `max_steps`: `{'stopped_at': iteration, 'checkpoint': path}`."""
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     saved = out / 'reflect_config.json'
     if saved.is_file() and ReflectConfig.load(saved).to_dict() != config.to_dict():
@@ -504,7 +510,7 @@ def train_reflect(config:ReflectConfig, out_dir, progress:bool=True) -> dict:
     data_file = out / 'reflection_data.jsonl'
     if not data_file.is_file(): write_jsonl(data_file, reflection_data(config, episode_seeds(config, 'train', config.data_episodes)))
     data = [r for _, r in read_jsonl(data_file)]
-    reflector, model, tok = _stage_models(config, out, data, progress)
+    reflector, model, tok = _stage_models(config, out, data, progress, device)
     over = written_over_budget(reflector.backend.tokenizer, data, config.reflection_tokens) if reflector else 0
     sft_file = out / 'eval_sft.json'
     if not sft_file.is_file():  # (its episodes first: a run cut in between evaluates again)
@@ -519,7 +525,8 @@ def train_reflect(config:ReflectConfig, out_dir, progress:bool=True) -> dict:
         write_jsonl(log_file, [r for r in JsonlStore(log_file) if r['iteration'] <= start])
     log = JsonlStore(log_file)
     envs = {}
-    for it in tqdm(range(start, config.iterations), desc='online RL', disable=not progress, initial=start, total=config.iterations):
+    stop = config.iterations if max_steps < 0 else min(max_steps, config.iterations)
+    for it in tqdm(range(start, stop), desc='online RL', disable=not progress, initial=start, total=config.iterations):
         cur = config.warmup_curriculum if it < config.warmup_iterations and config.warmup_curriculum else config.curriculum
         envs.setdefault(cur, [choice_env(config, 'train', cur) for _ in range(config.episodes_per_iteration)])
         t0, B = time.perf_counter(), config.episodes_per_iteration
@@ -533,11 +540,12 @@ def train_reflect(config:ReflectConfig, out_dir, progress:bool=True) -> dict:
                'return': statistics.fmean(e['return'] for e in fresh), 'steps': statistics.fmean(len(e['steps']) for e in fresh),
                'loss': loss, 'replayed': len(old), 'replay_loss': replay_loss, 'seconds': round(time.perf_counter() - t0, 2)}
         log.append(row)
-        if (it + 1) % config.save_every == 0 or it + 1 == config.iterations:
+        if (it + 1) % config.save_every == 0 or it + 1 in (stop, config.iterations):
             tmp = ckpt.with_name('checkpoint.pt.tmp')
             torch.save({'iteration': it + 1, 'adapter': trainable_state(model), 'optimizer': opt.state_dict(),
                         'generator': gen.get_state(), 'replay': replay}, tmp)
             tmp.replace(ckpt)
+    if stop < config.iterations: return {'stopped_at': max(start, stop), 'checkpoint': str(ckpt)}
     metrics = {'config': config.to_dict(), 'sft': json.loads(sft_file.read_text()),
                'rl': evaluate_policy(model, tok, config, reflector, config.eval_episodes, records_file=out / 'episodes_rl.jsonl') if config.iterations else None,
                'written': (evaluate_policy(model, tok, config, OracleReflector(), config.eval_episodes, records_file=out / 'episodes_written.jsonl')

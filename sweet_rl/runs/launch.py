@@ -19,8 +19,8 @@ __all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'OFFLOAD_NEEDS', 'ACCELERATE_CO
            'RELEASE_MAX_LENGTH', 'TABLE5_CRITIC', 'BEST_OF_N_CRITICS', 'global_batch', 'grad_accum_for',
            'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records',
            'parse_args', 'load_config', 'unmet_requirements', 'accelerate_from_env', 'check_requirements', 'run_stage',
-           'run_online', 'end_processes', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts',
-           'training_layout', 'memory_terms', 'estimate_memory', 'launch_plan', 'launch_training',
+           'run_online', 'run_reflect', 'end_processes', 'main', 'launcher_env', 'check_accelerate_config',
+           'model_facts', 'training_layout', 'memory_terms', 'estimate_memory', 'launch_plan', 'launch_training',
            'train_actor_configs', 'generation_kind', 'best_of_n_critic_configs']
 
 # %% ../../nbs/32_launch.ipynb #cc3930ca
@@ -127,29 +127,30 @@ def read_records(path, # JSONL file
     return rows
 
 # %% ../../nbs/32_launch.ipynb #a4737e87
+_TRAINING_STAGES = (  # stage, what it does, its config class, its data file (None: it reads none), what `--max-steps` counts
+    ('critic', 'train the critic', 'CriticConfig', 'trajectory records', "optimizer steps (-1: the config's epochs)"),
+    ('actor', 'train the actor', 'ActorConfig', 'training rows of the method', "optimizer steps (-1: the config's epochs)"),
+    ('mtgrpo', 'train a policy online with (multi-turn) GRPO (sweet_rl.methods.mtgrpo)', 'MTGRPOConfig', None,
+     "steps, with a checkpoint (-1: the config's steps)"),
+    ('reflect', 'train a policy with Reflect-RL (sweet_rl.methods.reflect), in one process', 'ReflectConfig', None,
+     "online RL iterations, with a checkpoint (-1: the config's)"))
+
 def parse_args(argv:Sequence[str]|None=None, # arguments (default: the command line)
               ) -> argparse.Namespace:
-    "Arguments of `python -m sweet_rl.runs.launch {critic,actor} --config C --data D --out O [--max-steps N] ...`."
-    p = argparse.ArgumentParser(prog='python -m sweet_rl.runs.launch', description='Train the SWEET-RL critic or actor; '
+    "Arguments of `python -m sweet_rl.runs.launch {critic,actor,mtgrpo,reflect} --config C [--data D] --out O [--max-steps N] ...`."
+    p = argparse.ArgumentParser(prog='python -m sweet_rl.runs.launch', description='Train a critic, actor or policy; '
                                 'prefix with `accelerate launch --config_file CFG` for several processes.')
-    stages = p.add_subparsers(dest='stage', required=True, metavar='{critic,actor,mtgrpo,plan}')
-    for stage, cls, data in (('critic', 'CriticConfig', 'trajectory records'), ('actor', 'ActorConfig', 'training rows of the method')):
-        s = stages.add_parser(stage, help=f'train the {stage}')
+    stages = p.add_subparsers(dest='stage', required=True, metavar='{critic,actor,mtgrpo,reflect,plan}')
+    for stage, helptext, cls, data, steps in _TRAINING_STAGES:
+        s = stages.add_parser(stage, help=helptext)
         s.add_argument('--config', type=Path, required=True, help=f'JSON file of {cls} fields')
-        s.add_argument('--data', type=Path, required=True, help=f'JSONL file of {data}')
+        if data: s.add_argument('--data', type=Path, required=True, help=f'JSONL file of {data}')
         s.add_argument('--out', type=Path, required=True, help='run folder (results, checkpoints, logs)')
-        s.add_argument('--max-steps', type=int, default=-1, help='stop after this many optimizer steps (-1: the config\'s epochs)')
-        s.add_argument('--no-resume', action='store_true', help='start over instead of resuming from the last checkpoint')
+        s.add_argument('--max-steps', type=int, default=-1, help=f'stop after this many {steps}')
+        if stage != 'reflect': s.add_argument('--no-resume', action='store_true', help='start over instead of resuming from the last checkpoint')
         s.add_argument('--no-progress', action='store_true', help='no progress bar')
         s.add_argument('--cpu', action='store_true', help='train on the CPU even where GPUs are present')
         if stage == 'critic': s.add_argument('--pair-config', type=Path, help='JSON file of PairConfig fields')
-    s = stages.add_parser('mtgrpo', help='train a policy online with (multi-turn) GRPO (sweet_rl.methods.mtgrpo)')
-    s.add_argument('--config', type=Path, required=True, help='JSON file of MTGRPOConfig fields (the method and its setting)')
-    s.add_argument('--out', type=Path, required=True, help='run folder (results, checkpoints, logs)')
-    s.add_argument('--max-steps', type=int, default=-1, help="stop after this many steps with a checkpoint (-1: the config's steps)")
-    s.add_argument('--no-resume', action='store_true', help='start over instead of resuming from the last checkpoint')
-    s.add_argument('--no-progress', action='store_true', help='no progress bar')
-    s.add_argument('--cpu', action='store_true', help='train on the CPU even where GPUs are present')
     s = stages.add_parser('plan', help='check a training setup without loading weights (paths, world size, batch, memory)')
     s.add_argument('what', choices=['critic', 'actor']); s.add_argument('--config', type=Path, required=True)
     s.add_argument('--accelerate', type=Path, help='accelerate config the run will use (default: one process)')
@@ -274,13 +275,28 @@ def run_online(args:argparse.Namespace, # from `parse_args`, stage 'mtgrpo'
                   'resume': not args.no_resume, 'max_steps': args.max_steps}
         atomic_write_text(out / 'params.json', json.dumps(params, indent=2, sort_keys=True) + '\n')
         write_manifest(out, config.seed, stage=args.stage, processes=info.world_size, prompts_per_step=prompts)
-    train_mtgrpo(config, out, resume=not args.no_resume, progress=not args.no_progress, device=device,
-                 stop_after=None if args.max_steps < 0 else args.max_steps)
+    train_mtgrpo(config, None, out, resume=not args.no_resume, progress=not args.no_progress, device=device, max_steps=args.max_steps)
     if info.is_main and (out / 'train_log.jsonl').is_file():  # finished (not stopped early)
         metrics = _metrics(out, processes=info.world_size, prompts_per_step=prompts)
         atomic_write_text(out / 'metrics.json', json.dumps(metrics, indent=2, sort_keys=True) + '\n')
     _say(info, f"saved {out / 'policy'}" if (out / 'policy').is_dir() else f"stopped; resume from {out / 'checkpoints'}")
     return out / 'policy'
+
+def run_reflect(args:argparse.Namespace, # from `parse_args`, stage 'reflect'
+               ) -> Path:
+    "Train a policy with Reflect-RL in this process (one process: its models are small and its online RL is sequential); the run folder."
+    from sweet_rl.methods.reflect import ReflectConfig, train_reflect
+    info = process_info()
+    if info.world_size > 1: raise ValueError(f"Reflect-RL trains in one process, not {info.world_size}: launch it with `num_processes: 1`")
+    device = 'cpu' if args.cpu else process_device(info)
+    config = load_config(ReflectConfig, args.config)
+    out = Path(args.out)
+    atomic_write_text(out / 'params.json', json.dumps({'stage': args.stage, 'config': config.to_dict(), 'processes': 1,
+                                                       'max_steps': args.max_steps, 'device': device}, indent=2, sort_keys=True) + '\n')
+    result = train_reflect(config, out, progress=not args.no_progress, max_steps=args.max_steps, device=device)
+    _say(info, f"stopped after iteration {result['stopped_at']}; resume from {result['checkpoint']}" if 'stopped_at' in result
+               else f"saved {out} (metrics.json)")
+    return out
 
 def end_processes():
     "Wait for every process of a launch, then close its process group: a rank that exits with the group open can abort at shutdown."
@@ -292,8 +308,8 @@ def end_processes():
 def main(argv:Sequence[str]|None=None) -> Path|dict:
     "Entry point of `python -m sweet_rl.runs.launch` (and of `accelerate launch ... -m sweet_rl.runs.launch`)."
     args = parse_args(argv)
-    if args.stage in ('mtgrpo', 'critic', 'actor'):
-        result = run_online(args) if args.stage == 'mtgrpo' else run_stage(args)
+    if args.stage in ('mtgrpo', 'reflect', 'critic', 'actor'):
+        result = {'mtgrpo': run_online, 'reflect': run_reflect}.get(args.stage, run_stage)(args)
         end_processes()
         return result
     out = launch_plan(args.what, args.config, args.accelerate, args.data, args.seq_len, args.gpu_memory_gb)
@@ -454,9 +470,9 @@ def launch_plan(what:str, # 'critic' or 'actor'
     return {**out, 'problems': problems}
 
 # %% ../../nbs/32_launch.ipynb #a6692d44
-def launch_training(what:str, # 'critic' or 'actor'
-                    config, # the `CriticConfig` or `ActorConfig`
-                    records:Sequence[dict]|None, # training data: trajectories (critic) or the method's rows (actor); None for mtgrpo
+def launch_training(what:str, # 'critic', 'actor', 'mtgrpo' or 'reflect'
+                    config, # the stage's config (`CriticConfig`, `ActorConfig`, `MTGRPOConfig`, `ReflectConfig`)
+                    records:Sequence[dict]|None, # training data: trajectories (critic) or the method's rows (actor); None for mtgrpo and reflect
                     out_dir, # run folder of this training
                     accelerate_config, # accelerate config file (relative paths: from the repository root)
                     max_steps:int=-1, resume:bool=True, extra_args:Sequence[str]=()) -> Path:
@@ -477,7 +493,7 @@ def launch_training(what:str, # 'critic' or 'actor'
     if proc.returncode != 0:
         tail = (out / 'launch.log').read_text(errors='replace')[-2000:]
         raise RuntimeError(f"`{' '.join(cmd[3:6])} ...` failed with exit code {proc.returncode}; log: {out / 'launch.log'}\n{tail}")
-    return out / ('policy' if what == 'mtgrpo' else what)
+    return {'mtgrpo': out / 'policy', 'reflect': out}.get(what, out / what)
 
 # %% ../../nbs/32_launch.ipynb #19bf1959
 def train_actor_configs(params:dict, # the parameters of `nbs/train_actor.ipynb` (all of them: defaults included)
