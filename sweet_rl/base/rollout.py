@@ -517,6 +517,9 @@ def script_plan(task, # a `BackendTask` or `FrontendTask`
                 seed:int=0, # run seed
                ) -> dict:
     "The scripted agent's messages for one episode, and a summary `{questions, answer, mutation}` of its script."
+    if task.kind not in ('backend', 'frontend'):
+        raise ValueError(f"script_plan scripts ColBench tasks (bank questions, then the reference or a mutant), not {task.kind!r} "
+                         "tasks: give scripted_rollouts your own plan=(task, sample, max_questions, p_reference, seed) -> {'messages', 'script'}")
     rng = random.Random(f"{seed}:{stable_id(task.to_dict())}:{sample}")
     bank = FRONTEND_QUESTIONS if task.kind == 'frontend' else BACKEND_QUESTIONS
     questions = rng.sample(bank, min(rng.randint(0, max_questions), len(bank)))
@@ -525,7 +528,7 @@ def script_plan(task, # a `BackendTask` or `FrontendTask`
             'script': {'questions': len(questions), 'answer': kind, 'mutation': what}}
 
 # %% ../../nbs/07_rollout.ipynb #1f9b1109
-def scripted_rollouts(tasks:Sequence, # task records (`BackendTask` or `FrontendTask`)
+def scripted_rollouts(tasks:Sequence, # task records (ColBench's for the default script; any kind with `plan`)
                       make_env:Callable, # () -> a fresh environment with its simulator
                       samples_per_task:int=3, # scripted episodes per task (the released pair construction uses 3)
                       max_questions:int=2, # at most this many clarifying questions before the answer
@@ -535,11 +538,13 @@ def scripted_rollouts(tasks:Sequence, # task records (`BackendTask` or `Frontend
                       batch_size:int=8, # live episodes advanced together (simulator calls are batched over them)
                       progress:bool=True, # show a progress bar
                       tag:str='', # extra text mixed into episode ids (e.g. the simulator model)
+                      plan:Callable|None=None, # (task, sample, max_questions, p_reference, seed) -> {'messages', 'script'}; None: ColBench's `script_plan`
                      ) -> list:
-    "Scripted-agent episodes (questions, then the reference or a mutant) in the real environment; return all records for `tasks`."
+    "Scripted-agent episodes (by default questions, then the reference or a mutant) in the real environment; all records for `tasks`."
     if not 0 <= p_reference <= 1: raise ValueError(f"p_reference must be within [0, 1], got {p_reference}")
     if max_questions < 0: raise ValueError(f"max_questions must be >= 0, got {max_questions}")
     knobs = {'max_questions': max_questions, 'p_reference': p_reference, 'seed': seed, 'version': _SCRIPT_VERSION}
+    if plan is not None: knobs['plan'] = f"{plan.__module__}.{plan.__qualname__}"  # another script: other episodes
     queue = [(stable_id({'task': t.to_dict(), 'sample': k, 'script': knobs, 'tag': tag}), t, k) for t in tasks for k in range(samples_per_task)]
     store = JsonlStore(out_path) if out_path else None
     results = {r['id']: r for r in store} if store is not None else {}
@@ -547,9 +552,9 @@ def scripted_rollouts(tasks:Sequence, # task records (`BackendTask` or `Frontend
     todo = []
     for eid, t, k in queue:
         if eid in results: continue
-        plan = script_plan(t, k, max_questions, p_reference, seed)
-        msgs = plan['messages'][:cap] + plan['messages'][-1:] if len(plan['messages']) > cap + 1 else plan['messages']
-        todo.append((eid, t, k, {'script': {**plan['script'], 'questions': len(msgs) - 1}}, msgs))
+        script = (plan or script_plan)(t, k, max_questions, p_reference, seed)
+        msgs = script['messages'][:cap] + script['messages'][-1:] if len(script['messages']) > cap + 1 else script['messages']
+        todo.append((eid, t, k, {'script': {**script['script'], 'questions': len(msgs) - 1}}, msgs))
     speak = lambda live, step: [ep.plan[ep.env.agent_turns] for ep in live]
     with tqdm(total=len(queue), initial=len(queue) - len(todo), desc='scripted episodes', disable=not progress) as bar:
         _drive(todo, make_env, speak, store, results, batch_size, _Finished(bar, out_path, len(queue) - len(todo), len(queue)),
