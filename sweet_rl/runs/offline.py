@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..base.core import Config, artifact_dir, atomic_write_text, output_entry, stable_id
-from ..base.data import load_tasks, load_trajectories, sample_tasks, subset_by_task
+from ..base.data import KINDS, load_tasks, load_trajectories, sample_tasks, subset_by_task
 from ..base.models import make_backend
 from ..base.rollout import RolloutConfig, env_factory, episode_metrics, run_rollouts, scripted_rollouts, shared_rollouts
 from ..methods.actor import (Actor, ActorConfig, CandidateConfig, missing_scores, mtdpo_examples, offline_turns, policy_backend,
@@ -21,14 +21,11 @@ from .evaluate import candidate_rewards, fmt_ci, ranking_check
 from .launch import generation_kind, launch_training, train_actor_configs
 
 # %% auto #0
-__all__ = ['TASKS', 'METHODS', 'OfflineDataConfig', 'held_out_split', 'OfflineData', 'offline_data', 'MethodConfig', 'Examples',
-           'baseline_examples', 'sweet_candidates', 'sweet_examples', 'critic_ranking', 'describe_ranking',
-           'ActorEvalConfig', 'train_policy', 'evaluate_policy', 'OfflineRun', 'read_train_log', 'offline_metrics',
-           'run_offline']
+__all__ = ['OfflineDataConfig', 'held_out_split', 'OfflineData', 'offline_data', 'MethodConfig', 'Examples', 'baseline_examples',
+           'sweet_candidates', 'sweet_examples', 'critic_ranking', 'describe_ranking', 'ActorEvalConfig',
+           'train_policy', 'evaluate_policy', 'OfflineRun', 'read_train_log', 'offline_metrics', 'run_offline']
 
 # %% ../../nbs/34_offline.ipynb #4f24a4fb
-TASKS = ('backend', 'frontend')  # the ColBench tasks: their bundled samples, scripted data and evaluation
-
 @dataclass
 class OfflineDataConfig(Config):
     "The held-out evaluation tasks and the offline trajectories the methods learn from."
@@ -53,7 +50,7 @@ class OfflineDataConfig(Config):
     seed:int=0 # seed of the scripted data and the rollouts
 
     def __post_init__(self):
-        if self.task not in TASKS: raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
+        if self.task not in KINDS: raise ValueError(f"task must be one of {KINDS} (ColBench's), got {self.task!r}")
 
     def env_options(self) -> dict:
         "The frontend environment's rendering and reward settings (empty for the backend)."
@@ -110,21 +107,15 @@ def offline_data(cfg:OfflineDataConfig, run_dir, # the run folder (scripted data
     return OfflineData(trajectories, make_env, sim, eval_tasks, data_dir)
 
 # %% ../../nbs/34_offline.ipynb #86a2a5a1
-METHODS = ('sweet', 'rft', 'mtdpo')  # paper Table 2's offline methods
-
 @dataclass
 class MethodConfig(Config):
-    "Which offline method turns the data into training examples, and where its training runs."
-    method:str='sweet' # 'sweet', 'rft' or 'mtdpo'
+    "How the method's training runs (the method itself is `ActorConfig.method`: 'sweet', 'rft' or 'mtdpo')."
     critic_dir:str='' # sweet: folder of a trained critic; empty: train one here on the offline data
     critic_steps:int=2 # sweet, critic trained here: optimizer steps (-1: the critic's epochs)
     pair_rule:str='' # released pairing rule: 'backend' (best must succeed), 'frontend' (rewards 0.1 apart); empty: the task's
     rft_min_reward:float=-1.0 # rft: train on trajectories with at least this reward instead of the successes (-1: successes only, the paper)
     max_steps:int=2 # actor: stop after this many optimizer steps (-1: epochs)
     accelerate:str='' # accelerate config: critic and actor train in `accelerate launch` processes; empty: in this one
-
-    def __post_init__(self):
-        if self.method not in METHODS: raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
 
 # %% ../../nbs/34_offline.ipynb #dae9150d
 @dataclass
@@ -162,7 +153,7 @@ def _sweet_critic(run:OfflineRun, data:OfflineData, records:list, cand_path:Path
 def baseline_examples(run:OfflineRun, data:OfflineData, say:Callable=print) -> Examples:
     "RFT's successful conversations or Multi-Turn DPO's trajectory pairs."
     m = run.method
-    if m.method == 'rft':
+    if run.actor.method == 'rft':
         rows = rft_examples(data.trajectories, data.make_env, run.pairs.success_threshold, None if m.rft_min_reward < 0 else m.rft_min_reward)
         say(f"{len(rows)} successful trajectories")
     else:
@@ -191,7 +182,7 @@ def sweet_examples(run:OfflineRun, data:OfflineData, records:list, candidates_pa
 # %% ../../nbs/34_offline.ipynb #abd8167c
 def critic_ranking(run:OfflineRun, examples:Examples, run_dir) -> dict:
     "The critic's ranking checked against the unit tests (`evaluate.ranking_check`), written to `critic_check.json`; {} when it cannot be."
-    if run.method.method != 'sweet' or run.data.task != 'backend' or not all('test_cases' in r['task'] for r in examples.records): return {}
+    if run.actor.method != 'sweet' or run.data.task != 'backend' or not all('test_cases' in r['task'] for r in examples.records): return {}
     rewards = candidate_rewards(examples.records, examples.candidates_path.parent / 'rewards.jsonl')
     check = ranking_check(examples.records, examples.scores, rewards, examples.rows, seed=run.data.seed)
     atomic_write_text(Path(run_dir) / 'critic_check.json', json.dumps(check, indent=2, sort_keys=True) + '\n')  # before the long training
@@ -240,7 +231,7 @@ def evaluate_policy(run:OfflineRun, data:OfflineData, actor:Actor|None, actor_di
     rcfg = RolloutConfig(max_new_tokens=e.eval_tokens, seed=e.seed, batch_size=8)
     with policy_backend(actor if actor is not None else actor_dir, run.generation) as policy:
         out = {'trained': run_rollouts(data.eval_tasks, eval_env, policy, rcfg, out_path=run_dir / 'eval_trained.jsonl',
-                                       tag=f"{run.method.method}|{run.actor.model}|{d.simulator}|{d.task}", progress=False)}
+                                       tag=f"{run.actor.method}|{run.actor.model}|{d.simulator}|{d.task}", progress=False)}
     if e.eval_zero_shot:
         with actor.initial_policy() if actor is not None else policy_backend(run.actor.model, run.generation) as base:
             out['zero_shot'] = run_rollouts(data.eval_tasks, eval_env, base, rcfg, out_path=run_dir / 'eval_zero_shot.jsonl',
@@ -283,12 +274,12 @@ def offline_metrics(run:OfflineRun, data:OfflineData, examples:Examples, results
                     train_dir, run_dir) -> dict:
     "The run's `metrics.json` contents: sizes, training, each evaluated policy's episode metrics, the critic and its check."
     run_dir, d = Path(run_dir), run.data
-    metrics = {'notebook': 'train_actor', 'task': d.task, 'method': run.method.method, 'model': run.actor.model,
+    metrics = {'notebook': 'train_actor', 'task': d.task, 'method': run.actor.method, 'model': run.actor.model,
                'n_offline_trajectories': len(data.trajectories), 'episodes': {name: f'eval_{name}.jsonl' for name in results},
                'n_examples': len(examples.rows), 'train_steps': steps[-1]['step'] if steps else 0,
                'final_loss': steps[-1]['loss'] if steps else None, 'n_eval_tasks': len(data.eval_tasks),
                **{name: episode_metrics(recs, d.task) for name, recs in results.items()},
-               'outputs': {'critic_dir': output_entry(examples.critic_path, run_dir)} if run.method.method == 'sweet' else {},
+               'outputs': {'critic_dir': output_entry(examples.critic_path, run_dir)} if run.actor.method == 'sweet' else {},
                **{f'critic_{k}': v for k, v in critic_check.items()}}  # scalars: `collect` keeps them as metric.critic_*
     reports = {'critic': run_dir / 'critic_run' / 'length_report.json', 'actor': Path(train_dir) / 'length_report.json'}
     metrics['skipped_over_max_length'] = {name: json.loads(p.read_text())['n_skipped'] for name, p in reports.items() if p.is_file()}
@@ -300,13 +291,13 @@ def run_offline(run:OfflineRun, run_dir, # the run folder (`core.start_run`)
     run_dir, m = Path(run_dir), run.method
     data = offline_data(run.data, run_dir, say)
     # launched, the actor is built by the launched processes
-    actor = None if m.accelerate and (m.method != 'sweet' or run.generation == 'vllm') else Actor.build(run.actor)
-    if m.method == 'sweet':
+    actor = None if m.accelerate and (run.actor.method != 'sweet' or run.generation == 'vllm') else Actor.build(run.actor)
+    if run.actor.method == 'sweet':
         records, candidates_path = sweet_candidates(run, data, run_dir, actor)
         if m.accelerate: actor = None  # freed before any launch: rank 0 trains on this process's GPU (`launch_training` checks)
         examples = sweet_examples(run, data, records, candidates_path, run_dir, say)
     else: examples = baseline_examples(run, data, say)
-    if not examples.rows: raise ValueError(f"no training data for {m.method}: add offline tasks or rollouts (n_tasks, samples_per_task)")
+    if not examples.rows: raise ValueError(f"no training data for {run.actor.method}: add offline tasks or rollouts (n_tasks, samples_per_task)")
     check = critic_ranking(run, examples, run_dir)
     for line in describe_ranking(check, sum(len(r['candidates']) for r in examples.records or [])): say(line)
     actor, actor_dir, train_dir = train_policy(run, examples, run_dir, actor)
