@@ -17,8 +17,12 @@ CI's own parameters: an experiment notebook's defaults are what a user runs, so 
 in the `smoke` scale of `studies/scales.yaml` runs with those parameters instead (injected after its parameters cell, as
 `papermill -p` does, into a temporary copy `nbs/_ci_<name>.ipynb` that nbdev_test runs and that is removed after), so
 `pipeline reproduce --scale smoke` and CI run the same thing.
+
+Disk: each notebook runs with its own `TMPDIR` (a folder under this run's temporary folder), removed when the notebook
+ends, so checkpoints and model copies that cells write with `tempfile` do not pile up over the run (CI's disk is not
+large: one run failed with "No space left on device"). Free disk is printed with each notebook's end.
 """
-import argparse, json, os, subprocess, sys, time
+import argparse, json, os, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +67,11 @@ def memory_gb() -> float:
     return kb / 2**20
 
 
+def free_gb(path=ROOT) -> float:
+    "Free disk space where `path` lies, in GiB."
+    return shutil.disk_usage(path).free / 2**30
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--flags', default='', help="flags passed to nbdev_test (e.g. 'slow' or 'slow gpu')")
@@ -86,7 +95,8 @@ def main(argv=None) -> int:
     todo = sorted(files, key=lambda f: -est(f))  # longest first: the last to finish starts early
     running, results, logs, t0 = {}, {}, {}, time.time()
     env = {**os.environ, 'OMP_NUM_THREADS': os.environ.get('OMP_NUM_THREADS', '1')}
-    print(f"{len(files)} notebooks, {args.jobs} at a time, memory budget {budget:.1f} GiB", flush=True)
+    scratch = Path(tempfile.mkdtemp(prefix='sweet_rl_notebooks_'))  # logs, and one TMPDIR per notebook
+    print(f"{len(files)} notebooks, {args.jobs} at a time, memory budget {budget:.1f} GiB, {free_gb():.1f} GiB disk free", flush=True)
     while todo or running:
         # start the longest waiting notebook that fits beside those running (always one when none runs)
         while todo and len(running) < args.jobs:
@@ -94,12 +104,13 @@ def main(argv=None) -> int:
             fit = next((f for f in todo if not running or used + peak(f) <= budget), None)
             if fit is None: break
             todo.remove(fit)
-            log = logs[fit] = Path(os.environ.get('TMPDIR', '/tmp')) / f"nbtest-{os.getpid()}-{fit.stem}.log"
+            log = logs[fit] = scratch / f"{fit.stem}.log"
+            tmp = scratch / f"tmp-{fit.stem}"; tmp.mkdir()
             out = open(log, 'w')
             target = with_parameters(fit, ci[fit.stem]) if fit.stem in ci else fit
             if target != fit: print(f"{key(fit)} runs with CI's parameters {ci[fit.stem]} (studies/scales.yaml, smoke)", flush=True)
             proc = subprocess.Popen(['nbdev_test', '--path', str(target), '--flags', args.flags], stdout=out,
-                                    stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+                                    stderr=subprocess.STDOUT, cwd=ROOT, env={**env, 'TMPDIR': str(tmp)})
             out.close()
             running[proc.pid] = (fit, time.time())
             print(f"Starting {key(fit)}", flush=True)
@@ -107,9 +118,12 @@ def main(argv=None) -> int:
         if pid not in running: continue
         f, start = running.pop(pid)
         f.with_name(f'_ci_{f.name}').unlink(missing_ok=True)
+        left = sum(p.stat().st_size for p in (scratch / f"tmp-{f.stem}").rglob('*') if p.is_file()) / 2**30
+        shutil.rmtree(scratch / f"tmp-{f.stem}", ignore_errors=True)
         rc, secs, gb = os.waitstatus_to_exitcode(status), time.time() - start, usage.ru_maxrss / 2**20
         results[f] = dict(rc=rc, seconds=round(secs, 1), peak_gb=round(gb, 2))
-        print(f"- {'Completed' if rc == 0 else 'FAILED'} {key(f)}: {secs:.0f} s, peak {gb:.1f} GiB", flush=True)
+        print(f"- {'Completed' if rc == 0 else 'FAILED'} {key(f)}: {secs:.0f} s, peak {gb:.1f} GiB, "
+              f"{left:.2f} GiB of temporary files removed, {free_gb():.1f} GiB disk free", flush=True)
     failed = [f for f, r in results.items() if r['rc'] != 0]
     for f in failed:
         print(f"=== {key(f)} failed; its output (last 200 lines) ===")
@@ -119,8 +133,8 @@ def main(argv=None) -> int:
     if args.record and not failed:
         known.update({key(f): {'seconds': r['seconds'], 'peak_gb': r['peak_gb']} for f, r in results.items()})
         TIMES.write_text(json.dumps(dict(sorted(known.items())), indent=1) + '\n')
-    for f in logs.values():
-        if f.exists() and not failed: f.unlink()
+    if not failed: shutil.rmtree(scratch, ignore_errors=True)
+    else: print(f"logs kept in {scratch}")
     if failed: print('FAIL: ' + ', '.join(key(f) for f in failed))
     return 1 if failed else 0
 

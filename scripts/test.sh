@@ -4,9 +4,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The time each part took, printed when the command ends (also when a part fails): CI's budget is 45 minutes.
 parts=(); part_start=$SECONDS
-part() { parts+=("$(printf '%-34s %5d s' "$1" $((SECONDS - part_start)))"); part_start=$SECONDS; }
+# With each part, the disk space left where the checkout lies: one CI run stopped on "No space left on device".
+disk_free() { df -Pk . | awk 'NR==2 {printf "%.1f GiB free", $4 / 1048576}'; }
+part() { parts+=("$(printf '%-34s %5d s   %s' "$1" $((SECONDS - part_start)) "$(disk_free)")"); part_start=$SECONDS; }
 report() { echo "== time by part"; for p in "${parts[@]}"; do echo "   $p"; done; echo "   total $SECONDS s"; }
 trap report EXIT
+echo "disk at the start: $(disk_free)"
 bash scripts/setup.sh
 part "set-up"
 export PATH="$PWD/.venv/bin:$PATH"
@@ -43,7 +46,12 @@ part "notebooks (nbdev_test)"
 
 # 3. Library tests (they include re-rendering the committed figures from the committed results, byte for byte).
 # Two pytest workers (pytest-xdist), one torch thread each: the tests are mostly small single-threaded models.
-OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" python -m pytest tests/ -q -n "${PYTEST_WORKERS:-2}" --dist worksteal --durations=15
+# Disk: a passing test's tmp_path goes when it ends (retention policy "failed"; the training tests write checkpoints),
+# and whatever code under test writes with `tempfile` lands in a folder of this run's, removed after.
+scratch=$(mktemp -d)
+TMPDIR="$scratch" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" python -m pytest tests/ -q -n "${PYTEST_WORKERS:-2}" --dist worksteal \
+  --durations=15 -o tmp_path_retention_policy=failed -o tmp_path_retention_count=1
+rm -rf "$scratch"
 part "pytest"
 
 # 4. The tests left figures/ and results/ as committed, and docs/results.md shows what figures/ holds.
