@@ -290,6 +290,7 @@ class Actor(Policy):
 def train_actor(config:ActorConfig, # the policy, the method and its hyperparameters
                 examples:Sequence[dict], # `sweet_pairs` rows (sweet), `rft_examples` (rft) or `mtdpo_examples` (mtdpo)
                 out_dir, # run folder: checkpoints/, actor/ (the result), train_log.jsonl
+                *,
                 resume:bool=True, # continue from the last checkpoint; reuse a finished actor
                 progress:bool=True, # progress bar
                 max_steps:int=-1, # stop after this many optimizer steps (-1: `config.epochs`)

@@ -27,8 +27,8 @@ __all__ = ['NORMALIZATIONS', 'PAIR_RULES', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_IN
            'CriticLoss', 'critic_loss', 'PairConfig', 'is_success', 'make_pairs', 'training_info', 'critic_messages',
            'encode_critic_inputs', 'critic_logprobs', 'ranking_normalization', 'candidate_inputs', 'CriticConfig',
            'backbone_decoder', 'pool_turns', 'HeadModel', 'CriticCollator', 'pair_loss', 'CriticTrainer',
-           'training_examples', 'TrajectoryScoring', 'Critic', 'train_critic', 'synthetic_trajectories',
-           'critic_identity', 'shared_critic_dir', 'shared_critic']
+           'training_examples', 'pair_outcomes', 'pair_summary', 'TrajectoryScoring', 'Critic', 'train_critic',
+           'synthetic_trajectories', 'critic_identity', 'shared_critic_dir', 'shared_critic']
 
 # %% ../../nbs/20_critic.ipynb #a612ea40
 NORMALIZATIONS = ('paper', 'release', 'none')
@@ -389,6 +389,16 @@ def training_examples(trajectories:Sequence, head:str='sweet', pair_config:PairC
     return out
 
 # %% ../../nbs/20_critic.ipynb #1eae742b
+def pair_outcomes(chosen:torch.Tensor, rejected:torch.Tensor) -> list[float]:
+    "1, 0.5 or 0 per pair: its chosen trajectory scores higher than its rejected one, the same, or lower."
+    return [1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(chosen.tolist(), rejected.tolist())]
+
+def pair_summary(chosen:torch.Tensor, rejected:torch.Tensor) -> dict:
+    "Pair accuracy (ties count one half), the share of ties and the mean margin, from each pair's two scores."
+    ties = (chosen == rejected).float()
+    return {'pair_accuracy': float(((chosen > rejected).float() + 0.5 * ties).mean()), 'ties': float(ties.mean()),
+            'margin': float((chosen - rejected).mean()), 'n_pairs': len(chosen)}
+
 class TrajectoryScoring:
     "Whole-trajectory scores and pair accuracy, from a critic's `turn_scores` (text and vision critics alike)."
     def trajectory_scores(self, trajectories:Sequence, batch_size:int=8) -> torch.Tensor:
@@ -397,14 +407,19 @@ class TrajectoryScoring:
         if self.config.head == 'value': return torch.stack([t[-1] if len(t) else t.new_zeros(()) for t in turns])
         return torch.stack([t.sum() for t in turns])
 
+    def pair_scores(self, pairs:Sequence[dict], batch_size:int=8) -> tuple[torch.Tensor, torch.Tensor, dict]:
+        "(chosen scores, rejected scores, turn scores by `stable_id`): each distinct trajectory scored once (a task's best rollout is in several pairs)."
+        distinct = {stable_id(as_record(p[k])): p[k] for p in pairs for k in ('chosen', 'rejected')}
+        turns = dict(zip(distinct, self.turn_scores(list(distinct.values()), batch_size)))
+        total = {k: (t[-1] if len(t) else t.new_zeros(())) if self.config.head == 'value' else t.sum() for k, t in turns.items()}
+        side = lambda k: torch.stack([total[stable_id(as_record(p[k]))] for p in pairs])
+        return side('chosen'), side('rejected'), turns
+
     def pair_accuracy(self, pairs:Sequence[dict], batch_size:int=8) -> dict:
         "Share of pairs whose chosen trajectory scores higher (ties count one half), with the mean margin."
         if not pairs: raise ValueError("no pairs to evaluate")
-        pos = self.trajectory_scores([p['chosen'] for p in pairs], batch_size)
-        neg = self.trajectory_scores([p['rejected'] for p in pairs], batch_size)
-        wins, ties = (pos > neg).float(), (pos == neg).float()
-        return {'pair_accuracy': float((wins + 0.5 * ties).mean()), 'ties': float(ties.mean()),
-                'margin': float((pos - neg).mean()), 'n_pairs': len(pairs)}
+        pos, neg, _ = self.pair_scores(pairs, batch_size)
+        return pair_summary(pos, neg)
 
 class Critic(TrajectoryScoring, SavedWeights):
     "A text critic of any head: scores the turns of whole trajectories; saves and loads (`sweet_rl.methods.scorers` scores candidate actions)."
@@ -470,6 +485,7 @@ def turn_scores(self:Critic, trajectories:Sequence, batch_size:int=8) -> list[to
 def train_critic(config:CriticConfig, # the critic and its training hyperparameters
                  trajectories:Sequence, # offline trajectories (several per task for the BT heads)
                  out_dir, # run folder: checkpoints/, critic/ (the result), train_log.jsonl
+                 *,
                  pair_config:PairConfig|None=None, # how pairs are formed (and the success threshold)
                  resume:bool=True, # continue from the last checkpoint; reuse a finished critic
                  progress:bool=True, # progress bar

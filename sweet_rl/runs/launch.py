@@ -249,7 +249,7 @@ def run_stage(args:argparse.Namespace, # from `parse_args`
         write_manifest(out, config.seed, stage=args.stage, processes=info.world_size, global_batch=batch)
     if args.stage == 'critic':  # the vision critic is built by its own class (`build_critic` picks it)
         critic = build_critic(config, device) if config.head == 'vision' else None
-        train_critic(config, data, out, pair_config, critic=critic, **common)
+        train_critic(config, data, out, pair_config=pair_config, critic=critic, **common)
     else: train_actor(config, data, out, **common)
     result = out / args.stage
     if info.is_main:
