@@ -1,101 +1,17 @@
-"""MT-GRPO (`sweet_rl.methods.mtgrpo`): advantages by hand for every mode and edge case, masks free of environment tokens, a
-learning check on a task a 135M model learns in a few CPU steps, and a run that resumes from its checkpoint."""
+"""MT-GRPO (`sweet_rl.methods.mtgrpo`) runs too long or too wide for its notebook (`nbs/24_mtgrpo.ipynb`, which checks the
+advantages, the masks and the rewards): a learning check on a task a 135M model learns in a few CPU steps, a run that
+resumes from its checkpoint, the ColBench setting with a critic's turn reward, two processes under `accelerate launch`,
+full fine-tuning with a KL term and reused rollouts, the frozen copy `Policy.build` keeps, and a step without signal."""
 import json, math
 from pathlib import Path
 
 import pytest
 import torch
 
-from sweet_rl.envs.search import SearchEnv, SearchEnvConfig, search_tasks
-from sweet_rl.base.models import encode_conversations, load_tokenizer
-from sweet_rl.methods.mtgrpo import (MTGRPOConfig, OnlinePolicy, Reward, Setting, agent_conversations, episode_rewards, online_setting,
-                             mtgrpo_advantages, online_metrics, search_rewards, train_mtgrpo)
+from sweet_rl.envs.search import search_tasks
+from sweet_rl.methods.mtgrpo import (MTGRPOConfig, OnlinePolicy, Reward, Setting, episode_rewards, online_setting, online_metrics,
+                                     train_mtgrpo)
 from sweet_rl.base.rollout import RolloutConfig, env_factory, run_rollouts
-
-
-def pm(d):
-    "Advantage of the better of two episodes whose rewards differ by d: (d / 2) / (d / sqrt(2) + 1e-4)."
-    return (d / 2) / (d / 2 ** 0.5 + 1e-4)
-
-
-# Group 1: a worse search (turn 0.2) then a right answer (1.0), against a good search (0.7) and a wrong answer (0.0).
-# Group 2: an answer at once (no tool result) and a good search, both outcomes 0.5.
-TURN_INDEX = torch.tensor([[-1, 0, 0, -1, 1, 1], [-1, 0, 0, -1, 1, -1], [-1, 0, 0, 0, 0, -1], [-1, 0, 0, -1, 1, 1]])
-OUTCOME, TURN = torch.tensor([1.0, 0.0, 0.5, 0.5]), torch.tensor([[0.2], [0.7], [0.0], [0.7]])
-o, t, t2 = pm(1.0), pm(0.5), pm(0.7)
-EXPECTED = {
-    'or': [[0, o, o, 0, o, o], [0, -o, -o, 0, -o, 0], [0] * 6, [0] * 6],
-    'mr': [[0, t, t, 0, t, t], [0, -t, -t, 0, -t, 0], [0, -t2, -t2, -t2, -t2, 0], [0, t2, t2, 0, t2, t2]],  # merged 1.2/0.7, 0.5/1.2
-    'mt': [[0, o - t, o - t, 0, o, o], [0, t - o, t - o, 0, -o, 0], [0, -t2, -t2, -t2, -t2, 0], [0, t2, t2, 0, 0, 0]],
-}
-
-
-@pytest.mark.parametrize('mode', ['or', 'mr', 'mt'])
-def test_advantages_match_hand_computed_tensors(mode):
-    adv = mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, mode)
-    assert adv.shape == TURN_INDEX.shape
-    torch.testing.assert_close(adv, torch.tensor(EXPECTED[mode]), atol=1e-6, rtol=0)
-    assert (adv[TURN_INDEX < 0] == 0).all()  # prompt, environment and padding tokens get nothing
-
-
-@pytest.mark.parametrize('mode', ['or', 'mr', 'mt'])
-def test_a_group_with_identical_rewards_has_zero_advantages(mode):
-    adv = mtgrpo_advantages(TURN_INDEX, torch.tensor([0.3, 0.3, 1.0, 1.0]), torch.tensor([[0.7], [0.7], [0.2], [0.2]]), 2, mode)
-    assert (adv == 0).all()
-
-
-def test_mt_episode_without_tool_result_takes_the_merged_advantage():
-    "Episode 2 answered in its first turn: MT-GRPO gives it GRPO-MR's advantage; the others keep turn-level credit."
-    mt, mr = (mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, m) for m in ('mt', 'mr'))
-    torch.testing.assert_close(mt[2], mr[2])
-    assert not torch.allclose(mt[3], mr[3])
-
-
-def test_mt_lambda_weights_the_turn_term_only():
-    half = mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, 'mt', lam=0.5)
-    torch.testing.assert_close(half[0], torch.tensor([0, o - t / 2, o - t / 2, 0, o, o]), atol=1e-6, rtol=0)
-    zero = mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, 'mt', lam=0.0)
-    torch.testing.assert_close(zero[[0, 1, 3]], mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, 'or')[[0, 1, 3]])
-
-
-def test_masks_hold_no_environment_token():
-    "A real search episode through the rollout loop: trained tokens are the agent's messages and their end-of-turn tokens."
-    tok = load_tokenizer('smollm2-135m')
-    task = next(q for q in search_tasks('all', kinds=['capital']) if q.country == 'Peru')
-
-    class Scripted:
-        def generate(self, conversations, params=None):  # a search, then an answer whose closing tag the stop string cut
-            return ['<reasoning>Search.</reasoning>\n<tool>Peru capital' if len(c) == 1 else '<reasoning>Lima.</reasoning>\n<answer>Lima'
-                    for c in conversations]
-    recs = run_rollouts([task], env_factory('search'), Scripted(), RolloutConfig(samples_per_task=2), progress=False)
-    enc = encode_conversations(tok, agent_conversations(recs, SearchEnv))
-    for i, r in enumerate(recs):
-        agent = [m['content'] for m in r['dialogue_history'] if m['role'] == 'assistant']
-        assert agent == ['<reasoning>Search.</reasoning>\n<tool>Peru capital</tool>', '<reasoning>Lima.</reasoning>\n<answer>Lima</answer>']
-        trained = tok.decode(enc.input_ids[i][enc.turn_index[i] >= 0])
-        assert trained == ''.join(m + '<|im_end|>' for m in agent)
-        result = r['dialogue_history'][2]['content']
-        assert result.startswith('<result>') and 'The capital of Peru is Lima' in result and result not in trained
-    er = episode_rewards(recs, search_rewards())
-    torch.testing.assert_close(er.outcome, torch.tensor([1.9, 1.9])); torch.testing.assert_close(er.turns, torch.tensor([[0.7], [0.7]]))
-
-
-def test_an_answer_cut_by_the_token_limit_stays_open():
-    """The backend's finish reason reaches the search environment through the rollouts: an answer the token limit cut
-    while copying the document keeps its tag open and earns no answer and no closing-tag credit (the authors' stop
-    handling); the same text stopped at `</answer>` gets its tag back and both."""
-    from sweet_rl.base.models import Completion, GenerationBackend
-    dump = '<reasoning>r</reasoning>\n<answer>Peru is a country in South America. The capital of Peru is Lima. The official languages of Peru (ISO'
-    class Backend(GenerationBackend):
-        def __init__(self, reason): self.reason = reason
-        def complete(self, conversations, params=None): return [Completion(dump, 64, self.reason) for _ in conversations]
-    task = next(q for q in search_tasks('all', kinds=['capital']) if q.country == 'Peru')
-    cut, stopped = (run_rollouts([task], env_factory('search', max_turns=1), Backend(reason), RolloutConfig(), progress=False)[0]
-                    for reason in ('length', 'stop'))
-    assert cut['dialogue_history'][-1]['content'] == dump and cut['answer'] is None
-    assert (cut['rewards']['answer_present'], cut['rewards']['xml_format']) == (0.0, pytest.approx(0.8))
-    assert stopped['dialogue_history'][-1]['content'] == dump + '</answer>'
-    assert (stopped['rewards']['answer_present'], stopped['rewards']['xml_format']) == (1.0, pytest.approx(1.0))
 
 
 # The learning check: one-turn episodes on capital questions, rewarded for starting the answer with "The capital". SmolLM2
@@ -228,14 +144,6 @@ def test_a_policy_keeps_a_frozen_copy_only_where_its_method_needs_one(tiny_lm):
         with policy.initial_policy() as base:
             torch.testing.assert_close(dict(base.model.named_parameters())[name], start)
         assert not torch.equal(policy.backend().model.get_parameter(name), start)
-
-
-@pytest.mark.parametrize('mode,silent', [('or', 0.5), ('mr', 0.0), ('mt', 0.0)])
-def test_silent_groups_follow_the_mode_not_the_total_reward(mode, silent):
-    """The hand example's second group has equal outcomes but different turn rewards: GRPO-OR learns nothing from it,
-    while its total rewards differ (so `flat_groups`, on totals, would not flag it)."""
-    from sweet_rl.methods.mtgrpo import silent_groups
-    assert silent_groups(mtgrpo_advantages(TURN_INDEX, OUTCOME, TURN, 2, mode), 2) == silent
 
 
 def test_a_step_without_signal_still_moves_the_weights(tmp_path, tiny_lm):
