@@ -924,9 +924,7 @@ def _right_padded_lengths(attention_mask:torch.Tensor|None) -> list[int]|None:
     return n.tolist() if bool((attention_mask.bool() == right).all()) else None
 
 def unpads_by_default(device) -> bool:
-    """Whether rows of a padded batch run one at a time on their own tokens unless told: on a CPU, where the padding is
-    paid for in full, and not in distributed training, where every rank must make the same forward calls (FSDP gathers
-    the weights at each)."""
+    "Whether a padded batch runs row by row on its own tokens unless told: on a CPU, and not in distributed training."
     return torch.device(device).type == 'cpu' and not (torch.distributed.is_available() and torch.distributed.is_initialized())
 
 def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids

@@ -78,8 +78,7 @@ def _drive(queue:list, # (id, task, sample, fields, plan) per episode to run; co
            finished:Callable, # () -> None, called once per finished episode (`_Finished`)
            live_path=None, # JSON of the unfinished episodes' dialogues, rewritten after every round; None: not kept
           ):
-    """Advance a pool of episodes in lock-step: agent messages, then one batched simulator call; store each finished episode at once.
-    With `live_path`, an interrupted pool loses no finished turn: its episodes continue from their saved dialogues."""
+    "Advance a pool of episodes in lock-step: agent messages, then one batched simulator call; store each finished episode at once."
     saved = _read_live(live_path)
     live, step = [], 0
     while queue or live:
@@ -126,9 +125,7 @@ def _beside(out_path, suffix:str, hidden:bool=False):
 def _live_path(out_path): return _beside(out_path, LIVE_SUFFIX)
 
 class _Finished:
-    """Once per finished episode: advance the progress bar and, for a run stored in a file, rewrite `<name>.progress.json`
-    beside it (`core.write_progress`: episodes done, seconds per episode in this sitting, time left). A Best-of-N run
-    at 16 candidates can spend an hour before its first episode ends; `pipeline status` shows this file."""
+    "Once per finished episode: advance the progress bar and, for a run stored in a file, rewrite `<name>.progress.json` beside it."
     def __init__(self, bar, out_path, done:int, total:int):
         self.bar, self.done, self.total = bar, done, total
         self.path = _beside(out_path, '.progress.json')
@@ -161,8 +158,7 @@ def _best_of(ep:_Episode, candidates:list, scorer) -> str:
 
 # %% ../../nbs/07_rollout.ipynb #125e0c15
 class CandidatePool:
-    """Best-of-N candidates of each agent state, shared: a run with N candidates gets the state's first N, sampling only those not drawn yet.
-    With a file, runs in other processes share the pool too: each draw takes in what they appended, under the file's lock."""
+    "Best-of-N candidates of each agent state, shared: a run with N candidates gets the state's first N, sampling only those not drawn yet."
     def __init__(self, size:int, # the largest N that may be asked for
                  out_path=None, # JSONL to append to and resume from; None keeps the pool in memory only
                  tag:str='', # names the policy in the state keys, so another policy's samples are never reused

@@ -236,8 +236,7 @@ class TimedCheckpoints(TrainerCallback):
         return control
 
 class ProgressFile(TrainerCallback):
-    """After every optimizer step, process 0 rewrites `path` (`core.write_progress`): the step, the last step, seconds per
-    step in this sitting and the seconds left at that pace. What `pipeline status` shows of a training run that takes hours."""
+    "After every optimizer step, process 0 rewrites `path` (`core.write_progress`) with the step and the time left."
     def __init__(self, path, clock=time.monotonic): self.path, self.clock, self.start = Path(path), clock, None
     def on_step_begin(self, args, state, control, **kwargs):
         # the first step of this sitting: a resumed Trainer loads its step count after `on_train_begin`
@@ -360,8 +359,7 @@ def live_models() -> list:
 
 def release_models(stage:str='a launched stage', # what is about to start, named in the error
                   ):
-    """Before `accelerate launch` processes train on this machine's GPUs: refuse while this process holds a critic, actor
-    or policy (its weights would stay on GPU 0 beside rank 0), then hand the freed blocks of PyTorch's caching allocator back."""
+    "Before `accelerate launch` trains on this machine's GPUs: refuse while this process holds a critic, actor or policy; then free cached GPU memory."
     held = live_models()
     if held:
         names = ', '.join(f"a {type(m).__name__} on {m.device}" if hasattr(m, 'model') else f"a {type(m).__name__}" for m in held)

@@ -288,9 +288,7 @@ def all_specs(family:Family, max_non_default:int=2) -> list[dict]:
 def _spec_key(family:Family, spec:dict) -> str: return stable_id({'family': family.name, 'slots': spec})
 
 def balanced_test_specs(family:Family) -> list[dict]:
-    """A held-out set on which every scorer that cannot read the reference is at chance exactly: the all-default choice,
-    then each slot alone off its default (its first alternative). Any fixed order of a family's slot questions wins
-    1, 1/2 and 0 of the info-gated pairs of its three one-slot tasks, so its mean is 1/2 whatever it learned."""
+    "A held-out set on which every scorer blind to the reference is at chance exactly: all-default, then each slot alone off its default."
     return [family.defaults()] + [{**family.defaults(), s.name: s.alternatives[0]} for s in family.slots]
 
 def generate_tasks(n:int, # tasks to draw
@@ -302,10 +300,7 @@ def generate_tasks(n:int, # tasks to draw
                    stated:bool=False, # state every slot in the request (the go/no-go's informed condition)
                    heldout:str='drawn', # 'drawn': a seeded share of the choices is held out; 'balanced': see `balanced_test_specs`
                   ) -> list[BackendTask]:
-    """Seeded clarify tasks. The split is by choice of slots: each family's non-default choices are divided once
-    (independent of `seed`) so that no choice of slots appears on both sides; the all-default choice is on both. With
-    `heldout='balanced'` the test side is `balanced_test_specs`, taken in order (`n=0`: each once), and the training
-    side draws from every other choice."""
+    "Seeded clarify tasks of one split: no choice of slots off the defaults is on both sides; the all-default choice is on both."
     if split not in ('train', 'test'): raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     if heldout not in ('drawn', 'balanced'): raise ValueError(f"heldout must be 'drawn' or 'balanced', got {heldout!r}")
     names = list(families or FAMILIES)
@@ -364,9 +359,7 @@ def answer_message(code:str) -> str:
     return f"{ANSWER_MARK}\n```python\n{code.rstrip()}\n```"
 
 def constructed_candidates(task) -> list[dict]:
-    """Hand-made first-turn actions for `task`, each with what it is: a question about each slot (`ask_slot`), one
-    question about every slot (`ask_all`), a question about nothing in particular (`ask_vague`), and an immediate
-    answer that assumes every default (`answer_default`)."""
+    "Hand-made first-turn actions for `task`, each with its `kind`: `ask_slot` (one per slot), `ask_all`, `ask_vague`, `answer_default`."
     family, spec = task_spec(task)
     out = [{'kind': 'ask_slot', 'slot': s.name, 'non_default': spec[s.name] != s.default, 'text': s.question} for s in family.slots]
     out.append({'kind': 'ask_all', 'slot': None, 'non_default': any(spec[s.name] != s.default for s in family.slots),
@@ -376,8 +369,7 @@ def constructed_candidates(task) -> list[dict]:
     return out
 
 def info_gated_pairs(task) -> list[tuple[str, str]]:
-    """(better, worse) question pairs of one state where only the reference says which is better: a question about a
-    slot off its default against a question about a slot at its default. Empty for an all-default task."""
+    "(better, worse) question pairs of one state where only the reference says which is better; empty for an all-default task."
     asks = [c for c in constructed_candidates(task) if c['kind'] == 'ask_slot']
     return [(a['text'], b['text']) for a in asks if a['non_default'] for b in asks if not b['non_default']]
 
@@ -465,11 +457,7 @@ def scripted_answer(conversation:Sequence[dict]) -> str:
     return answer_message(fam.build({**fam.defaults(), **known}))
 
 class ScriptedClarifier(GenerationBackend):
-    """Stand-in agent: at each turn it asks about a slot it has not asked about (drawn at random) with probability
-    `p_ask` while questions remain, else answers. Without an `answerer` it generates no text and answers with the code
-    its knowledge implies (what the person said, defaults elsewhere), so whether it asked about the right slot is all
-    that decides its reward; with one, that model writes the answer from the dialogue so far (a behaviour policy that
-    asks, for an agent that never does)."""
+    "Stand-in agent: asks about a slot not yet asked about with probability `p_ask` while questions remain, else answers."
     name = 'scripted-clarifier'
     def __init__(self, p_ask:float=0.6, # probability of asking at a turn where it may still ask
                  max_questions:int=2, # at most this many questions (the turn cap also bounds them)
@@ -502,8 +490,7 @@ def information_value(agent, # generation backend of the agent (e.g. `Transforme
                       temperature:float=1.0, # the agent's sampling temperature (the paper's 1.0)
                       seed:int=0, # sampling seed
                      ) -> list[dict]:
-    """Single-turn answers to each task with every slot stated in the request (`stated`) and with the request alone
-    (`hidden`), unit-tested: one row per answer. The gap in tests passed is what the information is worth to this agent."""
+    "Single-turn answers to each task with every slot stated (`stated`) and with the request alone (`hidden`), unit-tested: one row per answer."
     rows, params = [], SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
     for cond in ('stated', 'hidden'):
         ts = [clarify_task(*task_spec(t), stated=cond == 'stated', draw=t.extra['clarify'].get('draw')) for t in tasks]
@@ -519,8 +506,7 @@ def information_value(agent, # generation backend of the agent (e.g. `Transforme
 
 # %% ../../nbs/15_clarify.ipynb #eb8591df
 class BriefedAnswerer(GenerationBackend):
-    """Writes answers from a brief: the request restated with the slot values the person's replies gave as its
-    details (single-turn, `SINGLE_TURN_PROMPT`), so what a question learned reaches the answer; every reply is an answer."""
+    "Writes answers from a brief: the request restated with the slot values the person's replies gave as its details."
     prefix = 'briefed:'  # its name: this, then the model's (`credit.clarify_answerer` reads agent specs of this form)
     def __init__(self, model:GenerationBackend, # the agent model that writes the code
                  template:str=SINGLE_TURN_PROMPT): # the single-turn prompt, with {problem_description}
@@ -583,10 +569,7 @@ def generate_cued_tasks(n:int, # tasks to draw
                         p_all_default:float=0.25, # share of tasks with every slot at its default (and no cue)
                         p_cue_right:float=0.75, # chance that the cue points at the slot off its default
                        ) -> list[BackendTask]:
-    """Seeded tasks of the asking arm: all-default without a cue, or one slot off its default and one cue sentence in
-    the request, pointing at that slot with probability `p_cue_right`, else at another slot. Train and test are two
-    streams of the same distribution (the choices of slots are few, so they overlap: the policy must learn the rule
-    that cues follow, not a held-out kind of task). `extra['clarify']` keeps `cue` and `cue_right`."""
+    "Seeded tasks of the asking arm: all-default without a cue, or one slot off its default and one cue sentence in the request."
     if split not in ('train', 'test'): raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     if not 0 <= p_all_default <= 1 or not 0 <= p_cue_right <= 1:
         raise ValueError(f"p_all_default and p_cue_right must lie in [0, 1], got {p_all_default} and {p_cue_right}")

@@ -319,8 +319,7 @@ def advised_action(reflection:str|None, # a reflection (generated or written)
     return max(named(text), default=(None, None))[1]
 
 def advice_metrics(episodes:Sequence[dict]) -> dict:
-    """Over every step with a reflection: the share whose reflection recommends a valid action, whose advice is the oracle's,
-    where the policy did what the advice said, and where it did what the oracle would."""
+    "Over steps with a reflection: shares whose advice names a valid action, is the oracle's, is followed, and where the policy acts as the oracle would."
     steps = [s for e in episodes for s in e['steps'] if s.get('reflection') is not None]
     if not steps: return {'steps': 0}
     advice = [advised_action(s['reflection'], s.get('actions') or [s['action'], s.get('oracle')]) for s in steps]
@@ -499,8 +498,7 @@ def train_reflect(config:ReflectConfig, # the run: environment, models, data, SF
                   max_steps:int=-1, # stop online RL after this many iterations with a checkpoint, as an interruption would (-1: all)
                   device:str|None=None, # where the models run (None: a GPU if there is one, else the CPU)
                  ) -> dict:
-    """Reflect-RL end to end in `out_dir`: reflection data, reflection SFT (frozen), policy SFT, online REINFORCE with replay,
-    evaluations; resumes. Stopped early by `max_steps`: `{'stopped_at': iteration, 'checkpoint': path}`."""
+    "Reflect-RL end to end in `out_dir`: reflection data, reflection SFT (frozen), policy SFT, online REINFORCE with replay, evaluations; resumes."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     saved = out / 'reflect_config.json'
     if saved.is_file() and ReflectConfig.load(saved).to_dict() != config.to_dict():

@@ -79,9 +79,7 @@ def candidate_batches(enc:EncodedConversations, P:int, # the shared prefix lengt
         yield ids[:, P:P + S].to(device), mask.to(device), turn[:, P:P + S].to(device)
 
 def candidates_per_pass(batch_size:int, unpad:bool|None, device) -> int:
-    """Candidates per forward pass: 1 when each runs on its own tokens (`unpad`; None: `unpads_by_default`), else `batch_size`.
-    A batch is padded to its longest candidate; on a CPU that padding is paid for in full (Best-of-N candidates of one
-    state mix 30-token questions with 380-token answers), while one candidate at a time costs little more per token."""
+    "Candidates per forward pass: 1 when each runs on its own tokens (`unpad`; None: `unpads_by_default`), else `batch_size`."
     if unpad is None: unpad = unpads_by_default(device)
     return 1 if unpad else batch_size
 

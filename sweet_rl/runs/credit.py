@@ -40,8 +40,7 @@ def first_turn_states(tasks:Sequence, # held-out task records
                       describe:Callable|None=None, # (task, text) -> dict (`kind`, `slot`, `non_default`) for the agent's samples
                       params:SamplingParams|None=None, # the agent's sampling (default: temperature 1, 256 tokens, seed 0)
                      ) -> list[dict]:
-    """One state per task at its first agent turn: the task, the dialogue so far, and its candidates (constructed first,
-    then the agent's samples), each described; an answer (a candidate that ends the episode) also gets its reward."""
+    "One state per task at its first agent turn: the task, the dialogue so far and its candidates, each described."
     params = params or SamplingParams(seed=0)
     observations = [make_env().reset(t) for t in tasks]
     texts = agent.generate([o for o in observations for _ in range(n_samples)], params) if agent is not None and n_samples else []
@@ -319,8 +318,7 @@ class LazyBackend(GenerationBackend):
         return self.backend.complete(conversations, params)
 
 def clarify_answerer(config:ClarifyCreditConfig):
-    """The model that writes answers (loaded when first asked), the same from a brief (`briefed:<model>`), or the scripted
-    knowledge (`ScriptedClarifier` that never asks)."""
+    "The model that writes answers (loaded when first asked), the same from a brief (`briefed:<model>`), or the scripted knowledge."
     if config.agent == 'scripted': return ScriptedClarifier(p_ask=0.0)
     from sweet_rl.base.models import TransformersBackend
     briefed = config.agent.startswith(BriefedAnswerer.prefix)
@@ -355,8 +353,7 @@ def clarify_heldout(config:ClarifyCreditConfig, answerer=None, runs_dir=None, pr
     return states, values, {'states': f_states, 'values': f_values}
 
 def clarify_credit_data(config:ClarifyCreditConfig, runs_dir=None, progress:bool=True) -> dict:
-    """`clarify_offline` and `clarify_heldout` with one loaded agent: `train_tasks`, `test_tasks`, `offline`, `states`,
-    `values`, `label_agreement` (construction against Monte-Carlo) and the shared `folders`."""
+    "`clarify_offline` and `clarify_heldout` with one loaded agent: tasks, offline episodes, states, values, label agreement, folders."
     answerer = clarify_answerer(config)
     offline, f_off = clarify_offline(config, answerer, runs_dir, progress)
     states, values, folders = clarify_heldout(config, answerer, runs_dir, progress)
@@ -437,8 +434,7 @@ def ask_move(record:dict) -> dict:
 
 def ask_metrics(records:Sequence[dict], # episodes of one policy on the held-out tasks, one per task
                 seed:int=0) -> dict:
-    """Reward, tests passed and success with 95% intervals over tasks; how first moves split; on cued tasks how often the
-    policy asked about the cued slot alone, and about the slot off its default; on tasks without a cue how often it handed over."""
+    "Reward, tests passed and success with 95% intervals over tasks, how first moves split, and how the policy asked."
     moves = [ask_move(r) for r in records]
     cued = [(r, m) for r, m in zip(records, moves) if m['cued']]
     plain = [(r, m) for r, m in zip(records, moves) if not m['cued']]

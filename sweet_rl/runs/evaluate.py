@@ -218,9 +218,7 @@ def _score_stores(runs_dir):
 
 def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): its `shared/scores` and `shared/critic`
                   ) -> pd.DataFrame:
-    """One row per scores store: the critic's settings, its `states`, and `same_best`, the states where it ranks first the
-    candidate the reference critic (SWEET-RL's head and normalization, with training-time information, the most episodes)
-    ranks first on the same candidates (NaN where that set has no reference)."""
+    "One row per scores store: the critic's settings, its `states`, and `same_best`, where it ranks first what the reference critic does."
     rows = []
     for _, store, c, scored in _score_stores(runs_dir):
         cfg = c.get('config', {})
@@ -290,9 +288,7 @@ def first_turn_scores(run_dirs:Sequence) -> dict:
 def first_turn_agreement(run_dirs:Sequence, # Best-of-N run folders that share one candidate pool (e.g. Figure 3a's, one per scorer)
                          reference:str='sweet', # the scorer the others are compared with
                         ) -> pd.DataFrame:
-    """One row per other scorer and N: `states` (first turns both scored, on the same candidates), `same_choice` (those where it
-    picks the candidate `reference` picks; the first among ties, as Best-of-N does) and `rank_corr` (the median over states
-    of the rank correlation of the two scorers' scores; NaN where every state has a constant scorer)."""
+    "One row per other scorer and N: the first turns both scored, where it picks what `reference` picks, and the median rank correlation."
     firsts, rows = first_turn_scores(run_dirs), []
     for (scorer, n), got in sorted(firsts.items()):
         ref = firsts.get((reference, n))
@@ -342,9 +338,7 @@ def task_rows(run_dir) -> pd.DataFrame:
 SITTINGS = 'sittings.jsonl'  # one line per execution of a run's notebook (see `note_sitting`)
 
 def execution_record(executed) -> dict|None:
-    """`{started, seconds, completed}` of an executed notebook from papermill's metadata, or None when papermill did not run it.
-    An interrupted execution counts until the file's last write or touch (papermill saves it after every cell and after
-    a cell's output; `pipeline.run_notebook` touches it every minute while it runs)."""
+    "`{started, seconds, completed}` of an executed notebook from papermill's metadata, or None when papermill did not run it."
     from datetime import datetime, timezone
     path = Path(executed)
     try: pm = json.loads(path.read_text())['metadata']['papermill']
@@ -358,9 +352,7 @@ def execution_record(executed) -> dict|None:
     return {'started': started, 'seconds': max(0.0, (end - t0).total_seconds()), 'completed': False}
 
 def note_sitting(run_dir, executed) -> dict|None:
-    """Record the execution in the notebook file `executed` in `run_dir/sittings.jsonl` (once per start time); return the new record.
-    Call it before each execution (so an interrupted or earlier one is kept before papermill overwrites it) and after.
-    Before a run's first execution it creates the empty file: its presence says every sitting was recorded."""
+    "Record the execution in the notebook file `executed` in `run_dir/sittings.jsonl` (once per start time); return the new record."
     run_dir, executed = Path(run_dir), Path(executed)
     f = run_dir / SITTINGS
     if not executed.exists():
@@ -375,8 +367,7 @@ def note_sitting(run_dir, executed) -> dict|None:
     return rec
 
 def run_wall_time(run_dir, notebook:str) -> tuple[float|None, bool]:
-    """Seconds of wall time spent on a run over all its sittings, and whether every sitting is counted.
-    Without `sittings.jsonl` (runs made before sittings were recorded) only the executed notebook's last execution counts."""
+    "Seconds of wall time spent on a run over all its sittings, and whether every sitting is counted."
     run_dir = Path(run_dir)
     f, current = run_dir / SITTINGS, execution_record(run_dir / f'{notebook}.ipynb')
     if not f.is_file(): return (None if current is None else current['seconds']), False

@@ -526,8 +526,7 @@ BEST_OF_N_CRITICS = {'sweet': dict(head='sweet'), 'sweet_no_info': dict(head='sw
 
 def best_of_n_critic_configs(params:dict, # the parameters of `nbs/best_of_n.ipynb` (all of them: defaults included)
                             ) -> dict:
-    """`{scorer: CriticConfig}` of the critics `nbs/best_of_n.ipynb` trains (those `critic_dirs` does not give): launched
-    (`accelerate`), Table 5's settings with the notebook's backbone and seed; else its own small settings, in its process."""
+    "`{scorer: CriticConfig}` of the critics `nbs/best_of_n.ipynb` trains (those `critic_dirs` does not give)."
     from sweet_rl.methods.critic import CriticConfig
     given = json.loads(params['critic_dirs']) if params['critic_dirs'] else {}
     names = [s.strip() for s in params['scorers'].split(',') if s.strip() in BEST_OF_N_CRITICS and s.strip() not in given]

@@ -115,9 +115,7 @@ def shared_root(runs_dir:Path):
 
 @contextmanager
 def heartbeat(path, every:float=60.0):
-    """While the block runs, set `path`'s modification time to now every `every` seconds (once it exists). Papermill saves
-    the executed notebook only after a cell or its output, so a killed run in a long silent cell (Best-of-N's episodes)
-    would seem to have stopped minutes after it started; `evaluate.execution_record` counts until the last beat."""
+    "While the block runs, set `path`'s modification time to now every `every` seconds (once it exists)."
     import threading
     stop = threading.Event()
     def beat():
@@ -304,8 +302,7 @@ def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=Fals
 INTERIM = {'critic_check.json': 'critic_'}  # files a run writes before it finishes, and the prefix `metrics.json` gives their keys
 
 def interim_metrics(run_dir:Path) -> dict:
-    """What an unfinished run has already measured, as `metric.*` columns: e.g. the critic check `train_actor` writes before its
-    actor trains (`critic_check.json`, the `metric.critic_*` of its finished `metrics.json`). Empty when there is none yet."""
+    "What an unfinished run has already measured, as `metric.*` columns; empty when there is none yet."
     out = {}
     for name, prefix in INTERIM.items():
         path = Path(run_dir) / name
@@ -412,14 +409,11 @@ def _portable(folder:Path) -> list[Path]:
                   and 'checkpoints' not in p.relative_to(folder).parts and not p.name.startswith('.'))
 
 def _resumable(folder:Path) -> list[Path]:
-    """What a started run resumes from: its parameters, the records of its JSONL stores (episodes, candidates, scores,
-    sittings) and the dialogues of its episodes in flight (`<store>.live.json`, `rollout._drive`)."""
+    "What a started run resumes from: its parameters, its JSONL stores' records and its episodes in flight (`<store>.live.json`)."
     return sorted(p for p in folder.glob('*') if p.is_file() and (p.suffix == '.jsonl' or p.name == 'params.json' or p.name.endswith(LIVE_SUFFIX)))
 
 def _archivable(runs_dir:Path) -> list[tuple[Path, list[Path]]]:
-    """Each run folder under `runs_dir` (finished: its small outputs; started: what it resumes from), each shared rollouts,
-    candidates, scores, credit states and credit values store, and each shared critic's `params.json` alone (what a critic id in a scores store stands
-    for; without its weights a restored critic trains again), with its files to archive."""
+    "Each run folder and shared store under `runs_dir`, and each shared critic's `params.json`, with its files to archive."
     runs = {p.parent for pattern in ('*/*/metrics.json', '*/*/params.json') for p in runs_dir.glob(pattern)
             if p.parent.parent.name not in ('shared', 'artifacts')}
     shared = [p for kind in ('rollouts', 'candidates', 'scores', 'credit_states', 'credit_values') for p in (runs_dir / 'shared' / kind).glob('*') if p.is_dir()]
@@ -457,8 +451,7 @@ def archive_runs(runs_dir=None, archive_dir=None,
     return out
 
 def restore_runs(runs_dir=None, archive_dir=None) -> list[Path]:
-    """Copy archived run outputs back into `runs/` where a file is missing or shorter (a store that grew in the archive);
-    `.jsonl.gz` unpacked. Episodes in flight (`<store>.live.json`) only where missing: the machine's own are newer."""
+    "Copy archived run outputs back into `runs/` where a file is missing or shorter (a store that grew in the archive); `.jsonl.gz` unpacked."
     import gzip, shutil
     runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
     out = []
