@@ -105,6 +105,19 @@ def test_all_exports_no_bare_generic_names(name):
     assert not bad, f"sweet_rl.{name} exports generic names {bad}: a `from sweet_rl.{name} import *` would shadow them"
 
 
+def multiline_docstrings(tree:ast.Module) -> list[str]:
+    "Names of the functions and classes whose docstring runs over more than one line."
+    return [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and '\n' in (ast.get_docstring(n, clean=False) or '').strip()]
+
+
+@pytest.mark.parametrize('name', sorted(MODULES))
+def test_docstrings_are_one_line(name):
+    "A docstring says what a definition does in one line; why and how belong in the notebook's prose around it."
+    bad = multiline_docstrings(MODULES[name])
+    assert not bad, f"sweet_rl.{name}: multi-line docstrings on {bad}: keep one line, move the rest into the notebook's markdown"
+
+
 def test_the_checks_catch_what_they_claim(tmp_path):
     "The same checks on a small bad module find its upward import, private import and attached method."
     bad = ast.parse("from ..methods.critic import _pair_batch\nfrom sweet_rl.methods.actor import Actor\nclass A: pass\n"
@@ -113,3 +126,4 @@ def test_the_checks_catch_what_they_claim(tmp_path):
     assert [(t, LEVEL[t] >= LEVEL['base.train']) for t, _, _ in imports] == [('methods.critic', True), ('methods.actor', True)]
     assert [n for _, names, _ in imports for n in names if n.startswith('_')] == ['_pair_batch']
     assert any(isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Attribute) for n in bad.body)
+    assert multiline_docstrings(ast.parse('def f():\n    """One.\n    Two."""\ndef g():\n    "One."\n')) == ['f']
