@@ -56,6 +56,7 @@ def seed_everything(seed:int, # seed for `random`, numpy, torch (CPU and CUDA) a
 class ConfigError(ValueError):
     "A config file or dict that does not match its dataclass."
 
+# %% ../../nbs/00_core.ipynb #ab9c449f
 def expand_env(value, where:str='value'):
     "`value` with `$VAR` / `${VAR}` filled from the environment (strings only); a variable left unset is a `ConfigError`."
     if not isinstance(value, str) or '$' not in value: return value
@@ -63,6 +64,7 @@ def expand_env(value, where:str='value'):
     if '$' in out: raise ConfigError(f"{where}: environment variable not set in {value!r}")
     return out
 
+# %% ../../nbs/00_core.ipynb #b0bd5621
 def _type_ok(value, annot) -> bool:
     "Loose check of a JSON value against a simple annotation (`int`, `float`, `str`, `bool`, `list`, `dict`, optionals)."
     if value is None: return 'None' in str(annot) or 'Optional' in str(annot)
@@ -162,6 +164,7 @@ def atomic_write_text(path, text:str) -> Path:
 
 LIVE_SUFFIX = '.live.json'  # `<store>.live.json`: a rollout store's episodes in flight (`rollout._drive`), kept by `pipeline archive`
 
+# %% ../../nbs/00_core.ipynb #f2338eb2
 def write_progress(path, # the JSON file (`pipeline status` shows the run folder's `progress.json` and `*.progress.json`)
                    done:int, total:int, # units finished so far (earlier sittings included), and in all (<= 0: not known)
                    since:tuple, # (clock reading, units done) when this sitting began: the pace is this sitting's
@@ -180,6 +183,7 @@ def write_progress(path, # the JSON file (`pipeline status` shows the run folder
 class Busy(RuntimeError):
     "A lock another process holds (the message names the lock file and the holder's pid)."
 
+# %% ../../nbs/00_core.ipynb #558558c8
 @contextmanager
 def file_lock(path, # the lock file (made if missing); the holder's pid is written into it
               *, # (the rest by name: a message passed as `wait` would silently never be warned)
@@ -199,6 +203,7 @@ def file_lock(path, # the lock file (made if missing); the holder's pid is writt
         try: yield
         finally: f.truncate(0); f.flush(); fcntl.flock(f, fcntl.LOCK_UN)
 
+# %% ../../nbs/00_core.ipynb #d354256d
 def lock_holder(path) -> int|None:
     "The pid of the process holding `file_lock(path)` (0 if it has not written it yet), or None when none holds it (a shared lock, held for an instant)."
     try: f = open(path)
@@ -215,15 +220,18 @@ def stable_id(obj) -> str:
     blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(',', ':'))
     return hashlib.sha256(blob.encode('utf-8')).hexdigest()[:16]
 
+# %% ../../nbs/00_core.ipynb #7a60f8ec
 def best_index(scores:Sequence) -> int:
     "Index of the highest score, the first among ties; a missing score (None or NaN) is never above a real one."
     if not len(scores): raise ValueError("no scores to choose from")
     missing = lambda s: s is None or s != s
     return max(range(len(scores)), key=lambda i: (not missing(scores[i]), 0 if missing(scores[i]) else scores[i], -i))
 
+# %% ../../nbs/00_core.ipynb #b6a4af0d
 class JsonlError(ValueError):
     "A JSONL file with a line that is not valid JSON (names the file and line)."
 
+# %% ../../nbs/00_core.ipynb #7b213b5e
 def read_jsonl(path) -> Iterator[tuple[int, Any]]:
     "Yield `(line_number, value)` for each non-blank line, failing with file and line on malformed JSON."
     path = Path(path)
@@ -234,6 +242,7 @@ def read_jsonl(path) -> Iterator[tuple[int, Any]]:
             except json.JSONDecodeError as e:
                 raise JsonlError(f"{path}:{n}: malformed JSON at column {e.colno} ({e.msg})") from None
 
+# %% ../../nbs/00_core.ipynb #d5043bd2
 def write_jsonl(path, records:Iterable) -> Path:
     "Write all `records` to `path` atomically, one compact JSON object per line."
     return atomic_write_text(path, ''.join(json.dumps(r, ensure_ascii=False) + '\n' for r in records))
@@ -297,6 +306,7 @@ def _version(pkg:str):
     try: return importlib.metadata.version(pkg)
     except importlib.metadata.PackageNotFoundError: return None
 
+# %% ../../nbs/00_core.ipynb #8af1083e
 def git_state(root=None) -> dict:
     "Commit hash and dirty flag of the repository at `root` (default: the package's repo); `None`s outside git."
     root = Path(root or REPO_ROOT or PKG_DIR)
@@ -309,6 +319,7 @@ def git_state(root=None) -> dict:
         return {'commit': head.stdout.strip(), 'dirty': bool(status.stdout.strip())}
     except (OSError, subprocess.TimeoutExpired): return {'commit': None, 'dirty': None}
 
+# %% ../../nbs/00_core.ipynb #342b4f8a
 def device_info() -> dict:
     "The accelerator (or CPU) this process computes on."
     info = {'platform': platform.platform(), 'machine': platform.machine(), 'cpu_count': os.cpu_count()}
@@ -321,6 +332,7 @@ def device_info() -> dict:
     except ImportError: info['device'] = 'cpu'
     return info
 
+# %% ../../nbs/00_core.ipynb #47d23b55
 def run_manifest(seed:int|None=None, # the run's seed
                  **extra, # anything else worth recording (config, data paths, ...)
                 ) -> dict:
@@ -329,6 +341,7 @@ def run_manifest(seed:int|None=None, # the run's seed
             'packages': {p: _version(p) for p in MANIFEST_PACKAGES}, 'git': git_state(), 'device': device_info(),
             'command': sys.argv, **extra}
 
+# %% ../../nbs/00_core.ipynb #930654e0
 def write_manifest(out_dir, seed:int|None=None, **extra) -> Path:
     "Write `manifest.json` into `out_dir`."
     m = run_manifest(seed, **extra)
@@ -345,11 +358,13 @@ def run_params(namespace:dict, # the notebook's globals (`globals()`), after its
 
 LATER_PARAMS = {'best_of_n': {'accelerate': ''}, 'train_reflect': {'eval_written': False}} # parameters a notebook gained after runs of it were made, at their defaults
 
+# %% ../../nbs/00_core.ipynb #6b9f4e06
 def run_identity(experiment, params:dict) -> dict:
     "The parameters that say what a run is: without `out_dir` (where), and without a `LATER_PARAMS` entry at its default, so older runs keep their folders."
     later = LATER_PARAMS.get(Path(experiment).stem, {})
     return {k: v for k, v in params.items() if k != 'out_dir' and not (k in later and v == later[k])}
 
+# %% ../../nbs/00_core.ipynb #061372ac
 def run_dir_for(experiment, # the experiment notebook's name or path ('train_critic', 'nbs/train_critic.ipynb')
                 params:dict, # the run's parameters (`out_dir` says where, not what: it is left out)
                 runs_dir=None, # default: `runs/` of the repository (or of the working directory)
@@ -358,6 +373,7 @@ def run_dir_for(experiment, # the experiment notebook's name or path ('train_cri
     stem, what = Path(experiment).stem, run_identity(experiment, params)
     return Path(runs_dir or (REPO_ROOT or Path.cwd()) / 'runs') / stem / stable_id({'notebook': stem, 'params': what})[:12]
 
+# %% ../../nbs/00_core.ipynb #9ed0ea5a
 def start_run(experiment:str, # the experiment notebook's name (e.g. 'train_critic')
               params:dict, # the run's parameters (`run_params(globals())`)
               out_dir='', # the run folder; empty for `run_dir_for(experiment, params)`
@@ -388,17 +404,18 @@ def resolve_run_output(value, # a parameter value: `run:<notebook>/<run id>#<nam
     if not folder.exists(): raise FileNotFoundError(f"{value}: {folder} is gone (only the run's small outputs were archived? rerun it)")
     return str(folder)
 
+# %% ../../nbs/00_core.ipynb #ff7674f2
 def output_entry(folder, run_dir) -> str:
     "How a run records an output folder in `metrics.json`: relative to the runs root (`run_dir/../..`) when it lies there."
     folder, root = Path(folder).resolve(), Path(run_dir).resolve().parent.parent
     return str(folder.relative_to(root)) if folder.is_relative_to(root) else str(folder)
-
 
 # %% ../../nbs/00_core.ipynb #f7a46a70
 def artifact_id(kind:str, what:dict) -> str:
     "The 12 hex digits that name the shared folder of product `what` (`artifact_dir`)."
     return stable_id({'kind': kind, 'what': what})[:12]
 
+# %% ../../nbs/00_core.ipynb #46c9ee25
 def artifact_dir(kind:str, # what the folder holds: 'rollouts', 'candidates', 'critic', ...
                  what:dict, # everything that determines the product (JSON-serializable)
                  runs_dir=None, # default: `$SWEET_RL_RUNS`, else `runs/` of the repository (or of the working directory)

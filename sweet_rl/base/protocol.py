@@ -95,6 +95,7 @@ class ChoiceStep(NamedTuple):
     done:bool # whether the episode is over
     info:dict # anything else (e.g. why the episode ended)
 
+# %% ../../nbs/05_protocol.ipynb #0c74c1bc
 class ChoiceEnv:
     "Protocol of environments whose agent picks one of an enumerated list of text actions each step (Reflect-RL's setting)."
     instruction = ''  # what the agent is asked to do, shown before every state

@@ -41,6 +41,7 @@ def placeholder_png(width:int=200, height:int=200) -> bytes:
     buf = io.BytesIO(); Image.new('RGB', (w, h), PLACEHOLDER_RGB).save(buf, 'PNG')
     return buf.getvalue()
 
+# %% ../../nbs/04_render.ipynb #e10b05dd
 def picsum_size(url:str) -> tuple[int, int]:
     "Image size a picsum.photos URL asks for: `/W/H`, `/W` (square), after `/id/N` or `/seed/S`; 200×200 if none."
     parts = [p for p in urlsplit(url).path.split('/') if p]
@@ -70,6 +71,7 @@ def tailwind_candidates(html:str, # page source
     toks = {t for t in _TOKEN_SPLIT.split(html) if 0 < len(t) <= 120 and re.search(r'[a-z]', t)}
     return sorted(toks)[:limit]
 
+# %% ../../nbs/04_render.ipynb #55269c8b
 @functools.lru_cache(maxsize=1)
 def warm_tailwind_tokens() -> list[str]:
     "Candidate classes of the bundled ColBench sample pages: what a renderer compiles at start-up (typical vocabulary)."
@@ -102,10 +104,12 @@ def npm_file_for_url(url:str) -> tuple[str, str, str]|None:
     m = _NPM_URL.match(parts.path)
     return (m.group(1), m.group(2), m.group(3)) if m else None
 
+# %% ../../nbs/04_render.ipynb #183b5476
 def npm_package_dir(package:str, version:str) -> Path:
     "Where `fetch_npm_package` unpacks `package@version` (inside the cache)."
     return cache_dir('npm', create=False) / f"{package.replace('/', '__')}@{version}" / 'package'
 
+# %% ../../nbs/04_render.ipynb #35a1d6c7
 def fetch_npm_package(spec:str, # `name@exact-version`, e.g. `tailwindcss@2.2.19`
                      ) -> Path:
     "Download `spec` from the npm registry with `npm pack` and unpack it into the cache (once); return its folder."
@@ -136,6 +140,7 @@ class RenderConfig(Config):
     javascript:bool=True # run the page's own scripts
     executable:str='/usr/bin/chromium' # the Chromium binary (Debian package `chromium`)
 
+# %% ../../nbs/04_render.ipynb #e4aa8c58
 class RenderError(RuntimeError):
     "A page that could not be rendered (time-out, crash, or a resource that cannot be served offline)."
 
@@ -197,6 +202,7 @@ class _Slot:
     count:int=0
     problem:str|None=None
 
+# %% ../../nbs/04_render.ipynb #311ef5e9
 class Renderer:
     "One persistent headless Chromium turning HTML into screenshots, offline and repeatably; use it as a context manager."
     def __init__(self, config:RenderConfig|None=None, # rendering settings (defaults: `RenderConfig()`)
@@ -244,6 +250,7 @@ async def _start(self:Renderer):
     await self._launch()
     for s in self._all_slots: self._slots.put_nowait(s)
 
+# %% ../../nbs/04_render.ipynb #607db3ec
 @patch
 async def _launch(self:Renderer):
     "Launch Chromium with one context for the pages and, in 'browser' mode, the Tailwind compiler page."
@@ -264,6 +271,7 @@ async def _launch(self:Renderer):
     if c.tailwind == 'browser': await self._open_compiler()
     for s in self._all_slots: await self._open_slot(s)
 
+# %% ../../nbs/04_render.ipynb #1d0a1ea3
 @patch
 async def _relaunch(self:Renderer):
     "Replace a dead or stuck browser by a fresh one."
@@ -284,6 +292,7 @@ async def _open_slot(self:Renderer, slot:_Slot):
 
 _FRAME_STANDIN = '<html><body style="margin:0;background:rgb(%d,%d,%d)"></body></html>' % PLACEHOLDER_RGB
 
+# %% ../../nbs/04_render.ipynb #86a483bc
 @patch
 async def _answer(self:Renderer, slot:_Slot, route):
     "Fulfil or refuse one request of the page in `slot`."
@@ -345,6 +354,7 @@ async def _open_compiler(self:Renderer):
     self._tw_css = await asyncio.wait_for(page.evaluate(_TW_BUILD_JS, warm), 60)
     self._tw_page, self._tw_known = page, set(warm)
 
+# %% ../../nbs/04_render.ipynb #ddff312f
 @patch
 async def _compile_tailwind(self:Renderer, tokens:list[str]) -> str:
     "CSS for `tokens` (plus every class compiled before), from the compiler page; restarts it once if it fails."
@@ -379,6 +389,7 @@ async def _shoot(self:Renderer, slot:_Slot, html:str) -> bytes:
         'clip': {'x': 0, 'y': 0, 'width': self.config.width, 'height': height, 'scale': 1}})
     return base64.b64decode(shot['data'])
 
+# %% ../../nbs/04_render.ipynb #d2067ae6
 @patch
 async def _reset_slot(self:Renderer, slot:_Slot):
     "Give `slot` a fresh page; relaunch the browser if it died or the page cannot be closed."
@@ -389,6 +400,7 @@ async def _reset_slot(self:Renderer, slot:_Slot):
             except Exception: await self._relaunch()
         if slot.generation != self._generation or slot.page.is_closed(): await self._open_slot(slot)
 
+# %% ../../nbs/04_render.ipynb #a7c85142
 @patch
 async def _render_one(self:Renderer, html:str) -> bytes:
     from playwright.async_api import Error as PlaywrightError
@@ -416,6 +428,7 @@ def _as_output(png:bytes, fmt:str):
     if fmt == 'png': return png
     return Image.open(io.BytesIO(png)).convert('RGB')
 
+# %% ../../nbs/04_render.ipynb #9e92945c
 @patch
 def render(self:Renderer, html:str, # a page (any string: Chromium parses broken HTML as a browser would)
            fmt:str='pil', # 'pil' for a PIL RGB image, 'png' for PNG bytes
@@ -425,6 +438,7 @@ def render(self:Renderer, html:str, # a page (any string: Chromium parses broken
     if fmt not in ('pil', 'png'): raise ValueError(f"fmt must be 'pil' or 'png', got {fmt!r}")
     return _as_output(self._call(self._render_one(html), timeout=self.config.timeout_s * 3 + 60), fmt)
 
+# %% ../../nbs/04_render.ipynb #1df36b30
 @patch
 def render_many(self:Renderer, htmls:Sequence[str], # pages to render
                 fmt:str='pil', # 'pil' or 'png'
@@ -459,6 +473,7 @@ def font_fingerprint() -> str|None:
 
 RENDER_REVISION = 1  # bump when a change to this module changes pixels, so cached screenshots are redone
 
+# %% ../../nbs/04_render.ipynb #bc3a19d2
 @patch
 def describe(self:Renderer) -> dict:
     "What produced the screenshots (for manifests and cache keys)."
@@ -471,6 +486,7 @@ def describe(self:Renderer) -> dict:
         d['tailwind_compat'] = stable_id(TAILWIND_V2_COMPAT.read_text()) if TAILWIND_V2_COMPAT.exists() else None
     return d
 
+# %% ../../nbs/04_render.ipynb #fc08b3c9
 @patch
 def close(self:Renderer):
     "Close the browser and stop its thread (idempotent)."
@@ -501,6 +517,7 @@ def _html_of(task) -> str:
     if not isinstance(html, str): raise TypeError(f"expected a frontend task (with a str ground_truth) or HTML, got {type(task).__name__}")
     return html
 
+# %% ../../nbs/04_render.ipynb #879c74f4
 def render_references(tasks:Sequence, # frontend tasks (records or dicts with `ground_truth`) or HTML strings
                       renderer:Renderer, # the renderer to use
                       cache:bool=True, # reuse and store PNGs under `cache_dir('renders')`
@@ -526,6 +543,7 @@ def to_image(x) -> Image.Image:
     if isinstance(x, np.ndarray): return Image.fromarray(x.astype(np.uint8)).convert('RGB')
     raise TypeError(f"cannot make an image from {type(x).__name__}")
 
+# %% ../../nbs/04_render.ipynb #b6ff2819
 class PageSimilarity:
     "Interface of page-similarity metrics: one score per pair of screenshots, higher is closer."
     name = 'base'
@@ -551,11 +569,13 @@ def _pool(x:np.ndarray, k:int) -> np.ndarray:
     h, w = x.shape[0] // k * k, x.shape[1] // k * k
     return x[:h, :w].reshape(h // k, k, w // k, k).mean((1, 3))
 
+# %% ../../nbs/04_render.ipynb #16af9155
 def _edge_map(rgb:np.ndarray) -> np.ndarray:
     "Gradient magnitude (|dx| + |dy|) of the grey levels of an HxWx3 image in [0, 1]."
     g = rgb @ np.array([0.299, 0.587, 0.114])
     return np.abs(np.diff(g, axis=1))[:-1] + np.abs(np.diff(g, axis=0))[:, :-1]
 
+# %% ../../nbs/04_render.ipynb #f6f75f5d
 def _cosine(a:np.ndarray, b:np.ndarray) -> float:
     "Cosine similarity of two arrays; 1 when both are all zero, 0 when only one is."
     na, nb = (a * a).sum(), (b * b).sum()
@@ -606,6 +626,7 @@ _CLIP_HOWTO = ("sweet_rl never downloads weights and never scores with random on
                "already in the local cache; or set $SWEET_RL_CLIP_CHECKPOINT. For weight-free offline scoring use "
                "metric='visual'.")
 
+# %% ../../nbs/04_render.ipynb #de20a4af
 def _cached_open_clip_file(model_name:str, tag:str) -> str|None:
     "Local file of an open_clip pretrained tag, if one of its sources is already cached (no network)."
     import open_clip
@@ -665,6 +686,7 @@ def _load_open_clip(self:ClipSimilarity, path:str, tag_cfg:dict|None=None):
     self._encode = lambda px: model.encode_image(px)
     self.backend = 'open_clip'
 
+# %% ../../nbs/04_render.ipynb #01dc9025
 @patch
 def _load_hf(self:ClipSimilarity, path:Path):
     "A Hugging Face `CLIPModel` from a local folder; any weight missing from the folder is an error."
@@ -694,11 +716,13 @@ def embed(self:ClipSimilarity, images:Sequence) -> np.ndarray:
             rows.append(torch.nn.functional.normalize(e, dim=-1).cpu().numpy())
     return np.concatenate(rows) if rows else np.zeros((0, 0), np.float32)
 
+# %% ../../nbs/04_render.ipynb #596dd2e8
 @patch
 def _scores(self:ClipSimilarity, a, b):
     ea, eb = self.embed(a), self.embed(b)
     return list((ea * eb).sum(-1).astype(np.float64))
 
+# %% ../../nbs/04_render.ipynb #6175ed27
 @patch
 def describe(self:ClipSimilarity) -> dict:
     return {'metric': self.name, 'checkpoint': self.checkpoint, 'model_name': self.model_name, 'backend': self.backend}
@@ -725,6 +749,7 @@ class WinRate:
     tie_policy:str # 'loss', 'half' or 'exclude'
     def __float__(self): return float(self.rate)
 
+# %% ../../nbs/04_render.ipynb #e3acc3c7
 def win_rate(scores_a:Mapping|Sequence, # method A's similarity per task (dict by task id, or list)
              scores_b:Mapping|Sequence, # method B's, same tasks
              ties:str='half', # 'half' (a tie is half a win), 'loss' or 'exclude'

@@ -49,6 +49,7 @@ def scorer_label(scorer) -> str:
     "How a Best-of-N scorer is named in episode ids and records: its `name` attribute, else its class name."
     return str(getattr(scorer, 'name', None) or type(scorer).__name__)
 
+# %% ../../nbs/07_rollout.ipynb #1d1f1a4a
 def episode_id(task, sample:int, config:RolloutConfig, tag:str='',
                scorer=None, # Best-of-N scorer; enters the id only when `config.n_candidates > 1`
               ) -> str:
@@ -69,6 +70,7 @@ class _Episode:
     fields:dict # extra record fields, filled while the episode runs
     plan:object=None # what the message source needs to remember (the script of a scripted episode)
 
+# %% ../../nbs/07_rollout.ipynb #d4541836
 def _drive(queue:list, # (id, task, sample, fields, plan) per episode to run; consumed
            make_env:Callable, # () -> a fresh environment
            speak:Callable, # (live episodes, step) -> one agent message per live episode
@@ -108,6 +110,7 @@ def _drive(queue:list, # (id, task, sample, fields, plan) per episode to run; co
             atomic_write_text(live_path, json.dumps({**waiting, **{ep.id: {'history': ep.env.history, 'fields': ep.fields} for ep in live}}))
     if live_path is not None: Path(live_path).unlink(missing_ok=True)
 
+# %% ../../nbs/07_rollout.ipynb #5e166882
 def _read_live(path) -> dict:
     "Episode id -> {'history', 'fields'} of the episodes `_drive` left unfinished in `path` (none: {})."
     if path is None or not Path(path).exists(): return {}
@@ -116,14 +119,17 @@ def _read_live(path) -> dict:
     if not isinstance(saved, dict): raise ValueError(f"{path}: expected an object of episode id -> saved dialogue, got {type(saved).__name__}")
     return saved
 
+# %% ../../nbs/07_rollout.ipynb #b9c66c5a
 def _beside(out_path, suffix:str, hidden:bool=False):
     "`<store>.live.json`, `<store>.progress.json`, `.<store>.jsonl.lock` (hidden): a file beside a rollout store (None without one)."
     if out_path is None: return None
     p = Path(out_path)
     return p.with_name(f'.{p.name}{suffix}') if hidden else p.with_name(p.stem + suffix)
 
+# %% ../../nbs/07_rollout.ipynb #541ca0bc
 def _live_path(out_path): return _beside(out_path, LIVE_SUFFIX)
 
+# %% ../../nbs/07_rollout.ipynb #6bc9b1de
 class _Finished:
     "Once per finished episode: advance the progress bar and, for a run stored in a file, rewrite `<name>.progress.json` beside it."
     def __init__(self, bar, out_path, done:int, total:int):
@@ -148,6 +154,7 @@ def score_list(scorer, # anything with `.score(task_dict, history, candidates)` 
         raise ValueError(f"{scorer_label(scorer)}.score returned {len(scores)} scores for {len(candidates)} candidates; expected one per candidate")
     return scores
 
+# %% ../../nbs/07_rollout.ipynb #e1f17fae
 def _best_of(ep:_Episode, candidates:list, scorer) -> str:
     "Score the candidates of one episode's turn, log the scores in its `bon` field, and return the best (first among ties)."
     env = ep.env
@@ -221,6 +228,7 @@ class AgentMessage(str):
         message.finish_reason = finish_reason
         return message
 
+# %% ../../nbs/07_rollout.ipynb #f7bca0a8
 def agent_messages(agent, # a `GenerationBackend` (its `complete` is used), or anything with `generate`
                    conversations:list, params:SamplingParams) -> list[str]:
     "The agent's reply to each conversation; a backend's replies are `AgentMessage`s, with their finish reasons."
@@ -271,6 +279,7 @@ def shared_rollouts_dir(tasks:Sequence, config:RolloutConfig, what:dict, runs_di
     return artifact_dir('rollouts', {**what, 'config': config.to_dict(), 'tasks': stable_id([t.to_dict() for t in tasks]),
                                      'n_tasks': len(tasks)}, runs_dir)
 
+# %% ../../nbs/07_rollout.ipynb #2b2e354f
 def shared_rollouts(tasks:Sequence, make_env:Callable, agent:GenerationBackend, config:RolloutConfig,
                     what:dict, # names the episodes beyond tasks and config: the agent and simulator, the protocol (JSON-serializable)
                     runs_dir=None, # root of `runs/` (default: the repository's)
@@ -306,6 +315,7 @@ def _bubble(turn:dict) -> str:
     return (f"<div style='{style};padding:6px 10px;border-radius:8px;margin:4px 0'><b>{who}</b>"
             f"<pre style='white-space:pre-wrap;margin:2px 0;font-size:12px'>{html.escape(turn['content'])}</pre></div>")
 
+# %% ../../nbs/07_rollout.ipynb #4452e322
 class TrajectoryView:
     "Rich Jupyter display of one trajectory record (chat view, final answer, score)."
     def __init__(self, record:dict, # a trajectory record (official keys plus our scores)
@@ -352,6 +362,7 @@ def rescore_stored(records:Sequence[dict], # finished Best-of-N records (`run_ro
         out.append({'record': r['id'], 'turn': turn, 'stored': b['scores'], 'new': new, 'stored_choice': b['chosen'], 'new_choice': best_index(new)})
     return out
 
+# %% ../../nbs/07_rollout.ipynb #d5babdf1
 def rescore_summary(checks:Sequence[dict]) -> dict:
     "`rescore_stored`'s checks in three numbers: states, the largest change of a score, states whose choice stayed."
     moved = [abs(a - b) for c in checks for a, b in zip(c['stored'], c['new']) if a is not None and not math.isnan(b)]
@@ -411,6 +422,7 @@ def _apply_code_edit(kind:str, node, i) -> str:
     elif kind == 'condition': node.test = ast.UnaryOp(ast.Not(), node.test)
     return f"{kind}: `{before}` -> `{short(node)}` (line {line})"
 
+# %% ../../nbs/07_rollout.ipynb #1b378273
 def mutate_code(code:str, # Python source (a task's reference)
                 rng:random.Random, # chooses the edit
                ) -> tuple[str, str]:
@@ -485,6 +497,7 @@ def _html_edits(html:str) -> dict:
     edits['layout'] = [relayout(c) for c in present]
     return {k: v for k, v in edits.items() if v}
 
+# %% ../../nbs/07_rollout.ipynb #0cbafdf6
 def mutate_html(html:str, # a page (a task's reference)
                 rng:random.Random, # chooses the edit
                ) -> tuple[str, str]:
@@ -506,6 +519,7 @@ def scripted_answer(task, rng:random.Random, p_reference:float) -> tuple:
     answer, what = (mutate_html if task.kind == 'frontend' else mutate_code)(task.ground_truth, rng)
     return answer, 'mutant', what
 
+# %% ../../nbs/07_rollout.ipynb #fdcf5147
 def script_plan(task, # a `BackendTask` or `FrontendTask`
                 sample:int, # sample index within the task
                 max_questions:int=2, # at most this many clarifying questions

@@ -26,9 +26,11 @@ __all__ = ['SAFE_GLOBALS', 'K_SETUP', 'K_OK', 'K_ERROR', 'K_DONE', 'FRAME_HEADER
 class SandboxUnavailable(RuntimeError):
     "This machine cannot provide the isolation the sandbox needs (no namespaces), or the worker failed to start."
 
+# %% ../../nbs/03_sandbox.ipynb #508fbbf0
 class UnsafeValue(ValueError):
     "A value from a job that is not plain data (unknown class, too deep, too large or cyclic)."
 
+# %% ../../nbs/03_sandbox.ipynb #eb2970de
 @dataclass
 class SandboxConfig(Config):
     "Limits and layout of the sandbox; every limit applies to one job (one answer and its batch of calls)."
@@ -74,6 +76,7 @@ class CallResult:
         v = v if len(v) <= 200 else v[:200] + '...'
         return f"CallResult({self.status!r}" + (f", value={v}" if self.ok else f", error={self.error[:200]!r}") + ")"
 
+# %% ../../nbs/03_sandbox.ipynb #0ecc60e3
 @dataclass
 class SandboxRun:
     "Outcome of one job: the answer's code loaded once, then each call."
@@ -136,6 +139,7 @@ def _check_plain(value, max_depth:int=100, max_nodes:int=1_000_000):
         items = [x for kv in v.items() for x in kv] if isinstance(v, dict) else list(v)
         stack.extend((x, depth + 1) for x in items)
 
+# %% ../../nbs/03_sandbox.ipynb #6518945c
 def decode_value(data:bytes, # a pickle written by a job
                 ) -> Any:
     "Load a job's pickled return value as plain data, or raise `UnsafeValue`."
@@ -145,6 +149,7 @@ def decode_value(data:bytes, # a pickle written by a job
     _check_plain(value)
     return value
 
+# %% ../../nbs/03_sandbox.ipynb #9d36bf78
 def values_equal(a, b) -> bool:
     "`a == b` on decoded plain values, as the paper's evaluator compares; `False` when comparing fails."
     try: return bool(a == b)
@@ -163,6 +168,7 @@ def _z_send_msg(fd, obj):
     data = struct.pack('<Q', len(data)) + data
     while data: data = data[os.write(fd, data):]
 
+# %% ../../nbs/03_sandbox.ipynb #3bad525c
 def _z_read_exact(fd, n):
     "Read exactly `n` bytes, or return None at end of file."
     chunks, got = [], 0
@@ -172,6 +178,7 @@ def _z_read_exact(fd, n):
         chunks.append(b); got += len(b)
     return b''.join(chunks)
 
+# %% ../../nbs/03_sandbox.ipynb #a626f299
 def _z_read_msg(fd):
     "Read one length-prefixed message (raw bytes), or None at end of file."
     head = _z_read_exact(fd, 8)
@@ -184,16 +191,19 @@ def _z_libc(name, *args):
         err = ctypes.get_errno()
         raise OSError(err, f"{name}{args!r}: {os.strerror(err)}")
 
+# %% ../../nbs/03_sandbox.ipynb #66520016
 def _z_mount(source, target, fstype, flags, data=None):
     "mount(2)."
     enc = lambda s: None if s is None else s.encode()
     _z_libc('mount', enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
 
+# %% ../../nbs/03_sandbox.ipynb #2e31ae02
 def _z_mountpoints():
     "Mount points of this mount namespace, in mount order."
     with open('/proc/self/mountinfo') as f:
         return [re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), line.split()[4]) for line in f]
 
+# %% ../../nbs/03_sandbox.ipynb #b389e7fb
 def _z_remount_readonly(path):
     "Make the mount at `path` read-only, keeping the flags that a user namespace may not clear."
     f = os.statvfs(path).f_flag
@@ -242,6 +252,7 @@ def _z_drop_privileges(as_root, uid):
     _z_libc('capset', (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)())  # all three sets empty
     _z_libc('prctl', 4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
 
+# %% ../../nbs/03_sandbox.ipynb #b796dc17
 def _z_report():
     "What isolation this process actually has (read back from the kernel, not assumed)."
     status = dict(l.split(':\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\t' in l)
@@ -257,6 +268,7 @@ def _z_describe(e):
     except BaseException: text = f'{type(e).__name__}: <unprintable>'
     return text[:2000].encode('utf-8', 'replace')
 
+# %% ../../nbs/03_sandbox.ipynb #bfeaea1d
 def _z_dumps(value):
     "Pickle a return value (protocol 5), writing numpy scalars as the Python numbers they equal."
     cls = getattr(_z_dumps, 'pickler', None)
@@ -328,6 +340,7 @@ def _z_exit_text(st):
         return f'killed by {signal.Signals(sig).name}', sig == signal.SIGXCPU
     return f'exited with status {os.WEXITSTATUS(st)} before finishing', False
 
+# %% ../../nbs/03_sandbox.ipynb #7cbe2d14
 def _z_wipe(path):
     "Delete a file or directory tree a job left, even if the job removed its own permissions."
     try:
@@ -434,6 +447,7 @@ def _z_main():
     except BaseException as e:
         _z_send_msg(1, {'error': f'{type(e).__name__}: {e}'})
 
+# %% ../../nbs/03_sandbox.ipynb #6c0873a2
 def _z_serve():
     "Job server: check the isolation it inherited, warm up, report, then serve jobs from stdin until it closes."
     try:
@@ -467,11 +481,13 @@ def _program(imports:str, funcs:list, entry:str) -> str:
     consts = [f'{k} = {globals()[k]!r}' for k in _ZYGOTE_CONSTANTS]
     return '\n'.join([f'import {imports}', *consts, *(inspect.getsource(f) for f in funcs), f'{entry}()', ''])
 
+# %% ../../nbs/03_sandbox.ipynb #22898b7c
 def zygote_source() -> str:
     "The worker's first program: isolation (needs ctypes, re, socket), then `exec` of `server_source()`."
     return _program('builtins, ctypes, gc, io, os, pickle, random, re, resource, select, shutil, signal, socket, stat, '
                     'struct, sys, time', _SETUP_FUNCS, '_z_main')
 
+# %% ../../nbs/03_sandbox.ipynb #84278b12
 def server_source() -> str:
     "The job server: only what jobs need, so every fork copies a smaller process (15% less time per job)."
     return _program('builtins, gc, io, os, pickle, random, resource, select, shutil, signal, stat, struct, sys, time',
@@ -492,6 +508,7 @@ def _launch_command(config:SandboxConfig) -> list:
     if os.geteuid() != 0: ns = ['--user', '--map-root-user'] + ns
     return [unshare, *ns, '--', config.python or sys.executable, '-s', '-c', zygote_source()]
 
+# %% ../../nbs/03_sandbox.ipynb #01a0ed57
 def _read_reply(fd:int, deadline:float) -> dict|None:
     "Read one length-prefixed reply from the worker before `deadline`; None on EOF or timeout."
     def read(n):
@@ -557,6 +574,7 @@ def _children(pid:int) -> list:
         with open(f'/proc/{pid}/task/{pid}/children') as f: return [int(p) for p in f.read().split()]
     except OSError: return []
 
+# %% ../../nbs/03_sandbox.ipynb #5a382c6d
 def _descendants(pid:int) -> list:
     "`pid`'s descendants (host pids), breadth first."
     out, todo = [], [pid]
@@ -584,23 +602,28 @@ def _kill(self:Sandbox, graceful:bool=False):
         try: f.close()
         except OSError: pass
 
+# %% ../../nbs/03_sandbox.ipynb #059a020d
 @patch
 def close(self:Sandbox):
     "Stop the worker; the object can be started again."
     with self._lock: self._kill(graceful=True)
 
+# %% ../../nbs/03_sandbox.ipynb #ef12be54
 @patch
 def pids(self:Sandbox) -> list:
     "Host pids of the launcher and everything below it (for tests: two when idle, launcher and worker)."
     p = self._proc
     return [] if p is None or p.poll() is not None else [p.pid] + _descendants(p.pid)
 
+# %% ../../nbs/03_sandbox.ipynb #dc88985f
 @patch
 def __enter__(self:Sandbox): return self.start()
 
+# %% ../../nbs/03_sandbox.ipynb #f20b3923
 @patch
 def __exit__(self:Sandbox, *exc): self.close()
 
+# %% ../../nbs/03_sandbox.ipynb #7249e6a1
 @patch
 def __del__(self:Sandbox):
     try: self._kill()
@@ -612,6 +635,7 @@ def _decode_frame(kind:int, payload:bytes) -> CallResult:
     try: return CallResult('ok', value=decode_value(payload))
     except UnsafeValue as e: return CallResult('error', error=f'return value is not plain data: {e}')
 
+# %% ../../nbs/03_sandbox.ipynb #fa7e4617
 @patch
 def _job(self:Sandbox, code:str, calls:list, timeout:float, cpu_seconds:int) -> dict:
     "Run one job on the worker (starting it if needed); a worker lost twice in a row is reported as a crash."
@@ -709,10 +733,12 @@ def default_pool(config:SandboxConfig|None=None) -> SandboxPool:
         if key not in _POOLS: _POOLS[key] = SandboxPool(config=config)
         return _POOLS[key]
 
+# %% ../../nbs/03_sandbox.ipynb #6f37568b
 @atexit.register
 def _close_pools():
     for p in _POOLS.values(): p.close()
 
+# %% ../../nbs/03_sandbox.ipynb #20188770
 def run_untrusted(code:str, # the answer's source
                   calls:Sequence[str], # call expressions to evaluate against it
                   timeout:float|None=None, # wall seconds per call; default `config.timeout` (1 s)
@@ -722,6 +748,7 @@ def run_untrusted(code:str, # the answer's source
     "Evaluate `calls` against untrusted `code` in the sandbox; results are plain data."
     return (pool or default_pool(config)).run(code, calls, timeout)
 
+# %% ../../nbs/03_sandbox.ipynb #cf442958
 def run_untrusted_batch(jobs:Iterable, # `(code, calls)` pairs
                         timeout:float|None=None, config:SandboxConfig|None=None, pool:SandboxPool|None=None,
                         progress:bool=True, # show a progress bar
@@ -729,6 +756,7 @@ def run_untrusted_batch(jobs:Iterable, # `(code, calls)` pairs
     "Evaluate many independent jobs in parallel on all cores; one `SandboxRun` per job, in order."
     return (pool or default_pool(config)).map(jobs, timeout, progress)
 
+# %% ../../nbs/03_sandbox.ipynb #ba60c05e
 def sandbox_available(config:SandboxConfig|None=None) -> tuple:
     "`(True, report)` if a worker starts on this machine, else `(False, reason)`."
     try:

@@ -30,6 +30,7 @@ def unwrap_model(model):
     "The model inside a distributed wrapper (DDP/FSDP/DeepSpeed), or the model itself."
     return model.module if hasattr(model, 'module') else model
 
+# %% ../../nbs/06_train.ipynb #d1dca2c6
 @contextmanager
 def frozen_reference(model, # the critic: a peft model, possibly inside a distributed wrapper
                      ref_model=None, # a separate frozen copy (full fine-tuning)
@@ -43,12 +44,14 @@ def frozen_reference(model, # the critic: a peft model, possibly inside a distri
         raise ValueError("model has no adapter to disable; pass ref_model (a frozen copy of the initial critic)")
     with m.disable_adapter(): yield m
 
+# %% ../../nbs/06_train.ipynb #bcc34a11
 def is_sharded(model) -> bool:
     "Whether `model` is sharded with FSDP: its root's weights (embeddings, LM head) are whole only inside its own forward."
     try: from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
     except ImportError: return False
     return isinstance(model, (FSDPModule, FullyShardedDataParallel))
 
+# %% ../../nbs/06_train.ipynb #d833fded
 def _whole_head(head):
     "The output head as a function of hidden states; under ZeRO-3 it gathers the head's weights at every call, recomputations included."
     parts = [p for p in head.parameters() if hasattr(p, 'ds_id')]  # DeepSpeed's partitioned parameters
@@ -63,6 +66,7 @@ def _whole_head(head):
             return F.linear(hidden, w, b)
     return project
 
+# %% ../../nbs/06_train.ipynb #32c7f31a
 def logits_projection(lm, # a transformers causal LM (unwrapped)
                       wrapped:bool=True, # inside a DDP/FSDP/DeepSpeed wrapper (`policy_logprobs`), else `token_logprobs` on the model itself
                      ) -> str:
@@ -70,6 +74,7 @@ def logits_projection(lm, # a transformers causal LM (unwrapped)
     if not head_projects_hidden(lm): return 'full'  # scaled or capped logits: the model's own head on every position
     return 'chunked' if not wrapped or 'logits_to_keep' in inspect.signature(lm.forward).parameters else 'full'
 
+# %% ../../nbs/06_train.ipynb #b95f9aa2
 def policy_logprobs(model, ids:torch.Tensor, # [B, T] token ids
                     mask:torch.Tensor, # [B, T], 1 for real tokens
                     chunk_size:int=256, # positions projected to the vocabulary at a time
@@ -95,16 +100,19 @@ def trainable_state(module, state:dict|None=None, # a full state dict of `module
     keep = {n for n, p in module.named_parameters() if p.requires_grad}
     return {k: v.detach().cpu().contiguous() for k, v in (module.state_dict() if state is None else state).items() if k in keep}
 
+# %% ../../nbs/06_train.ipynb #88e878af
 def reference_placement(distributed_type:str, # accelerate's: 'NO', 'MULTI_GPU', 'MULTI_CPU', 'DEEPSPEED', 'FSDP', ...
                         zero_stage:int|None=None, # DeepSpeed's ZeRO stage
                        ) -> str:
     "Where a separate frozen reference lives: 'sharded' over the processes like the trained model (ZeRO-3, FSDP), or a whole 'copy' in each."
     return 'sharded' if distributed_type == 'FSDP' or (distributed_type == 'DEEPSPEED' and zero_stage == 3) else 'copy'
 
+# %% ../../nbs/06_train.ipynb #ea75e684
 def layer_classes(model) -> set[str]:
     "Class names of the transformer layers inside `model` (its transformers models' `_no_split_modules`): what FSDP wraps one by one."
     return {n for m in model.modules() for n in (getattr(m, '_no_split_modules', None) or ())}
 
+# %% ../../nbs/06_train.ipynb #d74863dc
 def shard_reference(ref_model, # the frozen copy of the starting weights, or None
                     accelerator, # the Trainer's accelerator
                    ):
@@ -127,6 +135,7 @@ def shard_reference(ref_model, # the frozen copy of the starting weights, or Non
     fully_shard(ref_model)
     return ref_model.eval()
 
+# %% ../../nbs/06_train.ipynb #dc78bdd5
 def reference_logprobs(model, # the model being trained (possibly wrapped)
                        ref_model, # a separate frozen reference (possibly sharded), or None: `model` with its adapter disabled
                        ids:torch.Tensor, mask:torch.Tensor) -> torch.Tensor:
@@ -134,6 +143,7 @@ def reference_logprobs(model, # the model being trained (possibly wrapped)
     with torch.no_grad(), frozen_reference(model, ref_model) as ref_lm:
         return policy_logprobs(model if ref_model is None and is_sharded(model) else ref_lm, ids, mask)
 
+# %% ../../nbs/06_train.ipynb #873fc59e
 class ObjectiveTrainer(Trainer):
     "🤗 `Trainer` for our own objectives: a config, an optional frozen reference, batch statistics logged beside the loss."
     def __init__(self, *args, config, # the critic's or actor's config (its objective's hyperparameters)
@@ -214,9 +224,11 @@ def training_arguments(config, # a config with the usual fields: batch_size, gra
         data_seed=config.seed, report_to='none', remove_unused_columns=False, disable_tqdm=not progress,
         use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(), dataloader_num_workers=0), **extra})
 
+# %% ../../nbs/06_train.ipynb #bf58b541
 def list_checkpoints(folder:Path) -> list[Path]:
     return sorted(folder.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[-1])) if folder.is_dir() else []
 
+# %% ../../nbs/06_train.ipynb #e2d0eeda
 class TimedCheckpoints(TrainerCallback):
     "Also checkpoint after the first step that ends `minutes` or more after the last checkpoint (or the start of training), by process 0's clock."
     def __init__(self, minutes:float|None, # None: step-count checkpoints (`save_steps`) only
@@ -235,6 +247,7 @@ class TimedCheckpoints(TrainerCallback):
         if due: control.should_save = True
         return control
 
+# %% ../../nbs/06_train.ipynb #fdd583ba
 class ProgressFile(TrainerCallback):
     "After every optimizer step, process 0 rewrites `path` (`core.write_progress`) with the step and the time left."
     def __init__(self, path, clock=time.monotonic): self.path, self.clock, self.start = Path(path), clock, None
@@ -245,6 +258,7 @@ class ProgressFile(TrainerCallback):
         if not state.is_world_process_zero or self.start is None: return
         write_progress(self.path, state.global_step, state.max_steps, self.start, self.clock(), 'step')
 
+# %% ../../nbs/06_train.ipynb #40ed7005
 def write_results(trainer, module, # the trained model, unwrapped
                    out_dir:Path, save, # `save(state)` writes the trained weights
                   ):
@@ -255,6 +269,7 @@ def write_results(trainer, module, # the trained model, unwrapped
         save(state)
     trainer.accelerator.wait_for_everyone()
 
+# %% ../../nbs/06_train.ipynb #fe2066e4
 def checkpoint_activations(model, # a critic or actor model: causal LM or VLM, LoRA-wrapped, inside a head, or distributed
                            enable:bool=True):
     "Turn activation recomputation (gradient checkpointing) on or off in the transformers model inside `model`."
@@ -274,6 +289,7 @@ def example_lengths(examples:Sequence[dict], # `{chosen, rejected}`, `{trajector
     for p in parts: out.append(max(flat[at:at + len(p)])); at += len(p)
     return out
 
+# %% ../../nbs/06_train.ipynb #bcf3f2dc
 def within_length(examples:Sequence[dict], # training examples
                   lengths:Sequence[int], # tokens of each example (its longest sequence)
                   max_length:int|None, # the bound (None: keep all)
@@ -290,6 +306,7 @@ def within_length(examples:Sequence[dict], # training examples
                       f"(longest: {report['longest']})" + (f"; see {Path(out_dir) / 'length_report.json'}" if out_dir is not None else ''))
     return keep
 
+# %% ../../nbs/06_train.ipynb #3a80ae21
 class ExampleDataset(torch.utils.data.Dataset):
     def __init__(self, rows): self.rows = list(rows)
     def __len__(self): return len(self.rows)
@@ -352,11 +369,14 @@ class SavedWeights:
         if cls.config_class.load(path / cls.config_file).to_dict() != config.to_dict():
             raise ValueError(f"{path} holds a {cls.__name__} trained with another config; use a new out_dir or resume=False")
         return cls.load(path, device)
+
+# %% ../../nbs/06_train.ipynb #c8cc5714
 def live_models() -> list:
     "The critics, actors and policies (`SavedWeights`) this process still holds, after a garbage collection."
     gc.collect()
     return list(_LIVE)
 
+# %% ../../nbs/06_train.ipynb #e06aec55
 def release_models(stage:str='a launched stage', # what is about to start, named in the error
                   ):
     "Before `accelerate launch` trains on this machine's GPUs: refuse while this process holds a critic, actor or policy; then free cached GPU memory."
@@ -368,7 +388,6 @@ def release_models(stage:str='a launched stage', # what is about to start, named
     if engines := live_vllm_engines():
         raise RuntimeError(f"{stage}: this process still runs {len(engines)} vLLM engine(s) on its GPUs; `close()` them before the launch")
     if torch.cuda.is_available(): torch.cuda.empty_cache()
-
 
 # %% ../../nbs/06_train.ipynb #e967e258
 class Policy(SavedWeights):

@@ -38,12 +38,14 @@ def _parse_prefix(text:str):
             except (SyntaxError, ValueError): continue
     return None
 
+# %% ../../nbs/10_backend.ipynb #cbd73701
 def _definitions(tree:ast.Module, name:str) -> str|None:
     "Source of the definitions in `tree`, if one of them is the function `name`."
     kept = [n for n in tree.body if isinstance(n, _KEEP)]
     if not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in kept): return None
     return ast.unparse(ast.Module(body=kept, type_ignores=[]))
 
+# %% ../../nbs/10_backend.ipynb #1b534198
 def extract_code(message:str, # the agent's final message
                  name:str, # the function the task asks for
                 ) -> str|None:
@@ -68,12 +70,15 @@ class BackendResult:
 
 _REFERENCE_CACHE:dict = {}
 
+# %% ../../nbs/10_backend.ipynb #490f4d80
 def _test_calls(task:BackendTask) -> tuple[list, list]:
     return list(task.test_cases), list(task.test_cases.values())
 
+# %% ../../nbs/10_backend.ipynb #f8270838
 def _reference_key(task:BackendTask, timeout:float) -> str:
     return stable_id({'code': task.ground_truth, 'calls': _test_calls(task)[1], 'timeout': timeout})
 
+# %% ../../nbs/10_backend.ipynb #bbc8e16e
 def _verdict(task:BackendTask, code:str|None, run, ref_results:list) -> BackendResult:
     names, _ = _test_calls(task)
     if code is None or run is None:
@@ -117,6 +122,7 @@ def _reference_jobs(tasks:Sequence, # tasks whose reference outputs are needed
     return [(_BUNDLE.format(tasks=[(t.ground_truth, _test_calls(t)[1]) for t in tasks[s:s + per_job]], reseed=reseed),
              [f'_sweet_rl_reference({i})' for i in range(len(tasks[s:s + per_job]))]) for s in range(0, len(tasks), per_job)]
 
+# %% ../../nbs/10_backend.ipynb #a870c170
 def _bulk_results(outcome:CallResult, n:int) -> list|None:
     "One task's test results from its bulk call, as single calls would give them; None when it must be redone."
     v = outcome.value if outcome.ok else None
@@ -125,6 +131,7 @@ def _bulk_results(outcome:CallResult, n:int) -> list|None:
     return [CallResult('ok', value=x) if tag == 'ok' else CallResult('error', error=x.encode('utf-8', 'replace').decode('utf-8', 'replace'))
             for tag, x in v]
 
+# %% ../../nbs/10_backend.ipynb #ba1b7547
 def _store_references(tasks:Sequence, keys:Sequence, runs:Sequence, timeout:float, progress:bool=False):
     "Cache the reference outputs of `tasks` from their bulk `runs`, redoing test by test each task that did not come back clean."
     bulk = iter(r for run in runs for r in run.results)
@@ -156,6 +163,7 @@ def _answer_code(task:BackendTask, answer:str, parity:bool, banned) -> tuple[str
         return code, code is None
     return extract_code(answer, task.function_name), False
 
+# %% ../../nbs/10_backend.ipynb #ff270b69
 def evaluate_batch(tasks:Sequence, # backend tasks
                    answers:Sequence[str], # one final agent message (or bare code) per task
                    parity:bool=False, # reproduce the authors' evaluator verdicts instead of the correct evaluator
@@ -181,6 +189,7 @@ def evaluate_batch(tasks:Sequence, # backend tasks
     return [_verdict(t, code, None if code is None else next(runs), _REFERENCE_CACHE[_reference_key(t, timeout)])
             for t, (code, refused) in zip(tasks, codes)]
 
+# %% ../../nbs/10_backend.ipynb #e74e70c4
 def evaluate_code(task:BackendTask, answer:str, parity:bool=False, timeout:float=1.0,
                   banned:Sequence[str]=PARITY_BANNED) -> BackendResult:
     "Score one answer: fraction of the task's unit tests passed, and success (all passed)."

@@ -34,6 +34,7 @@ class Slot:
     @property
     def alternatives(self) -> list: return [v for v in self.values if v != self.default]
 
+# %% ../../nbs/15_clarify.ipynb #5a4e3213
 @dataclass(frozen=True)
 class Family:
     "A kind of small function whose behaviour depends on a few slots; `build` writes the reference for a choice of slots."
@@ -65,6 +66,7 @@ def _filter_scores(s:dict) -> str:
     if s['nothing'] == 'none': lines += ["    if not result:", "        return None"]
     return '\n'.join(lines + ["    return result"]) + '\n'
 
+# %% ../../nbs/15_clarify.ipynb #6059e941
 def _average(s:dict) -> str:
     lines = ["def average(values):"]
     lines.append("    values = [v for v in values if v >= 0]" if s['negatives'] == 'skip' else "    values = list(values)")
@@ -73,6 +75,7 @@ def _average(s:dict) -> str:
     if s['rounding'] == 'whole': lines.append("    mean = round(mean)")
     return '\n'.join(lines + ["    return mean"]) + '\n'
 
+# %% ../../nbs/15_clarify.ipynb #05549722
 def _word_counts(s:dict) -> str:
     lines = ["def word_counts(text):", "    counts = {}", "    for word in text.split():"]
     if s['case'] == 'ignore': lines.append("        word = word.lower()")
@@ -81,6 +84,7 @@ def _word_counts(s:dict) -> str:
     lines += ["        counts[word] = counts.get(word, 0) + 1", "    return counts"]
     return '\n'.join(lines) + '\n'
 
+# %% ../../nbs/15_clarify.ipynb #1e952c69
 def _top_k(s:dict) -> str:
     lines = ["def top_k(numbers, k):"]
     lines.append("    pool = sorted(set(numbers), reverse=True)" if s['repeats'] == 'once' else "    pool = sorted(numbers, reverse=True)")
@@ -89,12 +93,14 @@ def _top_k(s:dict) -> str:
     if s['order'] == 'ascending': lines.append("    best = sorted(best)")
     return '\n'.join(lines + ["    return best"]) + '\n'
 
+# %% ../../nbs/15_clarify.ipynb #347d827b
 def _format_price(s:dict) -> str:
     spec = {('two', 'none'): '.2f', ('two', 'comma'): ',.2f', ('none', 'none'): '.0f', ('none', 'comma'): ',.0f'}[s['decimals'], s['thousands']]
     body = {'dollar': f"'$' + format(amount, '{spec}')", 'pound': f"'£' + format(amount, '{spec}')",
             'euro': f"format(amount, '{spec}') + ' EUR'"}[s['currency']]
     return f"def format_price(amount):\n    return {body}\n"
 
+# %% ../../nbs/15_clarify.ipynb #8800e52a
 def _clean_name(s:dict) -> str:
     lines = ["def clean_name(name):", "    parts = name.split()"]
     if s['middle'] == 'drop': lines += ["    if len(parts) > 2:", "        parts = [parts[0], parts[-1]]"]
@@ -103,6 +109,7 @@ def _clean_name(s:dict) -> str:
         lines += ["    if len(parts) > 1:", "        return parts[-1] + ', ' + ' '.join(parts[:-1])"]
     return '\n'.join(lines + ["    return ' '.join(parts)"]) + '\n'
 
+# %% ../../nbs/15_clarify.ipynb #9a57a1f9
 def _count_vowels(s:dict) -> str:
     vowels = 'aeiou' + ('y' if s['y'] == 'vowel' else '')
     lines = ["def count_vowels(text):", f"    vowels = '{vowels}'"]
@@ -111,6 +118,7 @@ def _count_vowels(s:dict) -> str:
     else: lines.append("    return sum(1 for c in text if c in vowels)")
     return '\n'.join(lines) + '\n'
 
+# %% ../../nbs/15_clarify.ipynb #7d8bded5
 def _dedupe(s:dict) -> str:
     lines = ["def dedupe(items):", "    seen = set()", "    result = []", "    for item in items:"]
     if s['blanks'] == 'drop': lines += ["        if item == '':", "            continue"]
@@ -246,6 +254,7 @@ def spec_sentences(family:Family, spec:dict) -> list[str]:
     "What the person would say about each slot `spec` sets (all of them, or some), in the family's slot order."
     return [s.values[spec[s.name]] for s in family.slots if s.name in spec]
 
+# %% ../../nbs/15_clarify.ipynb #abc71ae1
 def task_request(family:Family, spec:dict|None=None) -> str:
     "The request shown to the agent: the purpose, then (only when `spec` is given) the slots it sets, then the signature."
     details = f" Details: {' '.join(spec_sentences(family, spec))}" if spec else ''
@@ -268,6 +277,7 @@ def clarify_task(family:Family, # the function family
             'stated': stated, **({'draw': draw} if draw else {})}
     return BackendTask(code, task_request(family, spec if stated else None), tests, code, extra={'clarify': meta})
 
+# %% ../../nbs/15_clarify.ipynb #36301686
 def task_spec(task) -> tuple[Family, dict]:
     "The family and slots of a clarify task (from `extra['clarify']`); a clear error for any other task."
     meta = task.extra.get('clarify') if hasattr(task, 'extra') else task.get('clarify')  # a record dict holds extra keys at its top level
@@ -285,12 +295,15 @@ def all_specs(family:Family, max_non_default:int=2) -> list[dict]:
                 out.append({**family.defaults(), **dict(zip(names, values))})
     return out
 
+# %% ../../nbs/15_clarify.ipynb #26443040
 def _spec_key(family:Family, spec:dict) -> str: return stable_id({'family': family.name, 'slots': spec})
 
+# %% ../../nbs/15_clarify.ipynb #fb46fa68
 def balanced_test_specs(family:Family) -> list[dict]:
     "A held-out set on which every scorer blind to the reference is at chance exactly: all-default, then each slot alone off its default."
     return [family.defaults()] + [{**family.defaults(), s.name: s.alternatives[0]} for s in family.slots]
 
+# %% ../../nbs/15_clarify.ipynb #443291b9
 def generate_tasks(n:int, # tasks to draw
                    seed:int=0, # generation seed
                    split:str='train', # 'train' or 'test': which held-apart choices of slots to draw from
@@ -358,6 +371,7 @@ def answer_message(code:str) -> str:
     "An agent message that answers with `code` (the answer mark, then the code in a fence)."
     return f"{ANSWER_MARK}\n```python\n{code.rstrip()}\n```"
 
+# %% ../../nbs/15_clarify.ipynb #d931673f
 def constructed_candidates(task) -> list[dict]:
     "Hand-made first-turn actions for `task`, each with its `kind`: `ask_slot` (one per slot), `ask_all`, `ask_vague`, `answer_default`."
     family, spec = task_spec(task)
@@ -368,11 +382,13 @@ def constructed_candidates(task) -> list[dict]:
     out.append({'kind': 'answer_default', 'slot': None, 'non_default': False, 'text': answer_message(family.build(family.defaults()))})
     return out
 
+# %% ../../nbs/15_clarify.ipynb #117c1092
 def info_gated_pairs(task) -> list[tuple[str, str]]:
     "(better, worse) question pairs of one state where only the reference says which is better; empty for an all-default task."
     asks = [c for c in constructed_candidates(task) if c['kind'] == 'ask_slot']
     return [(a['text'], b['text']) for a in asks if a['non_default'] for b in asks if not b['non_default']]
 
+# %% ../../nbs/15_clarify.ipynb #567bc92a
 def describe_action(task, text:str) -> dict:
     "What an agent message is, in the terms of `constructed_candidates`: an answer, or a question and the slots it reaches."
     family, spec = task_spec(task)
@@ -411,6 +427,7 @@ class ClarifyEnvConfig(BackendEnvConfig):
     question_cost:float=0.0 # subtracted from the reward for every agent message that is not the answer
     prompt:str='colbench' # the agent's prompt: 'colbench' (ColBench's), 'ask' (`ASK_PROMPT`: one question or hand over), 'menu' (`MENU_PROMPT`: the family's questions listed)
 
+# %% ../../nbs/15_clarify.ipynb #064322dd
 class ClarifyEnv(BackendEnv):
     "A clarify episode: ColBench's backend protocol, unit tests and trajectory format; by default the rule-based person answers."
     kind = 'clarify'
@@ -446,16 +463,19 @@ def family_of(request:str) -> Family:
     if len(found) != 1: raise ValueError(f"expected the signature of exactly one clarify family in the request, found {len(found)}: {request[:120]!r}")
     return found[0]
 
+# %% ../../nbs/15_clarify.ipynb #76b8b382
 def learned_slots(family:Family, replies:Sequence[str]) -> dict:
     "Slot values the person's replies state (each value's sentence is unique within its family)."
     return {s.name: v for s in family.slots for v, sentence in s.values.items() if any(sentence in r for r in replies)}
 
+# %% ../../nbs/15_clarify.ipynb #d721c9a9
 def scripted_answer(conversation:Sequence[dict]) -> str:
     "The answer the scripted knowledge implies for the dialogue so far: the code of the slots the replies stated, defaults elsewhere."
     fam = family_of(conversation[0]['content'])
     known = learned_slots(fam, [m['content'] for m in conversation[1:] if m['role'] == 'user'])
     return answer_message(fam.build({**fam.defaults(), **known}))
 
+# %% ../../nbs/15_clarify.ipynb #2ba45eeb
 class ScriptedClarifier(GenerationBackend):
     "Stand-in agent: asks about a slot not yet asked about with probability `p_ask` while questions remain, else answers."
     name = 'scripted-clarifier'
@@ -480,7 +500,6 @@ class ScriptedClarifier(GenerationBackend):
         if answering:  # the answerer's replies, in one call
             for i, c in zip(answering, self.answerer.complete([conversations[i] for i in answering], params)): out[i] = c
         return out
-
 
 # %% ../../nbs/15_clarify.ipynb #af63c679
 def information_value(agent, # generation backend of the agent (e.g. `TransformersBackend('qwen2.5-coder-0.5b')`)
@@ -556,6 +575,7 @@ def cued_request(family:Family, cue:str|None) -> str:
     text = task_request(family)
     return text if cue is None else text.replace(family.purpose, f"{family.purpose} {CUES[(family.name, cue)]}", 1)
 
+# %% ../../nbs/15_clarify.ipynb #952e25bd
 def request_cue(family:Family, request:str) -> str|None:
     "The slot whose cue sentence the request holds (None if none): how a policy that reads the cue knows what to ask."
     found = [s.name for s in family.slots if CUES[(family.name, s.name)] in request]
@@ -609,6 +629,7 @@ class ClarifyAsker(GenerationBackend):
             if out[i] is None: out[i] = Completion(text := scripted_answer(conv), len(text.split()), 'stop')
         return out
 
+# %% ../../nbs/15_clarify.ipynb #620540a4
 class CueRule(GenerationBackend):
     "The non-learned policy that reads the cue: asks the cued slot's question, or hands over when the request has no cue."
     name = 'cue-rule'

@@ -38,6 +38,7 @@ def repository_source(name:str) -> Path:
 def _is_text(path:Path) -> bool:
     with open(path, 'rb') as f: return b'\0' not in f.read(8192)
 
+# %% ../../nbs/14_explore.ipynb #21b01eac
 @lru_cache(maxsize=None)
 def repository_files(name:str, max_bytes:int=200_000) -> tuple[str, ...]:
     "Paths (`/name/...`) of the repository's regular text files of at most `max_bytes`, sorted."
@@ -50,6 +51,7 @@ def repository_files(name:str, max_bytes:int=200_000) -> tuple[str, ...]:
             out.append('/' + '/'.join((name, *p.relative_to(src).parts)))
     return tuple(sorted(out))
 
+# %% ../../nbs/14_explore.ipynb #b387ecff
 def path_depth(path:str) -> int:
     "Directories between the root and `path` (`/fastcore/xtras.py` -> 1)."
     return len(PurePosixPath(path).parts) - 2
@@ -90,12 +92,14 @@ def _parse(source:str) -> ast.Module|None:
         try: return ast.parse(source)
         except (SyntaxError, ValueError): return None
 
+# %% ../../nbs/14_explore.ipynb #9ed73f5c
 def top_level_definitions(source:str) -> list[tuple[str, str]]:
     "`('function'|'class', name)` of the public top-level definitions of a Python source, in order."
     tree = _parse(source)
     return [('class' if isinstance(n, ast.ClassDef) else 'function', n.name) for n in (tree.body if tree else [])
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not n.name.startswith('_')]
 
+# %% ../../nbs/14_explore.ipynb #07c52da9
 def first_sentence(source:str, min_chars:int=20, max_chars:int=160) -> str|None:
     "The first sentence of a Python source's module docstring, on one line; None without one of a usable length."
     tree = _parse(source)
@@ -110,10 +114,12 @@ def first_sentence(source:str, min_chars:int=20, max_chars:int=160) -> str|None:
 def _read(name:str, path:str) -> str:
     return Path(repository_source(name), *PurePosixPath(path).parts[2:]).read_text(encoding='utf-8', errors='replace')
 
+# %% ../../nbs/14_explore.ipynb #eb7c447d
 def repository_questions(name:str, max_bytes:int=200_000) -> list[ExploreTask]:
     "The define and docstring questions of a repository, each with its one answer file, in file order."
     return list(_questions(name, max_bytes))
 
+# %% ../../nbs/14_explore.ipynb #beae49db
 @lru_cache(maxsize=None)
 def _questions(name:str, max_bytes:int) -> tuple[ExploreTask, ...]:
     py = [p for p in repository_files(name, max_bytes) if p.endswith('.py')]
@@ -129,6 +135,7 @@ def _questions(name:str, max_bytes:int) -> tuple[ExploreTask, ...]:
         if said[p] and sentences[said[p]] == 1: out.append(ExploreTask(name, f'Which file says: "{said[p]}"?', p, path_depth(p), 'docstring'))
     return tuple(out)
 
+# %% ../../nbs/14_explore.ipynb #967c4464
 def find_questions(name:str, max_bytes:int=200_000) -> list[ExploreTask]:
     "The easy mode: 'Find the file NAME.' for every file whose name no other file of the repository has."
     files = repository_files(name, max_bytes)
@@ -145,6 +152,7 @@ def explore_repositories(split:str='train', seed:int=0, n_test:int=2) -> list[st
     train, test = split_tasks([{'repository': r} for r in EXPLORE_REPOSITORIES], n_test=n_test, seed=seed)
     return sorted(d['repository'] for d in {'train': train, 'test': test, 'all': train + test}[split])
 
+# %% ../../nbs/14_explore.ipynb #12f8f3bb
 def explore_tasks(split:str='train', # 'train', 'test' or 'all'
                   mode:str='questions', # 'questions' (define and docstring) or 'find' (the easy mode)
                   max_depth:int|None=None, # depth curriculum: answers at most this deep; None: any
@@ -166,6 +174,7 @@ def keep_files(files:Sequence[str], answer:str, hide_prob:float, rng:random.Rand
     kept = [p for p in files if rng.random() >= hide_prob or p == answer]
     return kept if max_entries is None else cap_entries(kept, answer, max_entries, rng)
 
+# %% ../../nbs/14_explore.ipynb #48961250
 def cap_entries(files:Sequence[str], answer:str, max_entries:int, rng:random.Random) -> list[str]:
     "`files` with at most `max_entries` entries (files and subdirectories) in every directory: the others are left out at random, never the way to `answer`."
     if max_entries < 1: raise ValueError(f"max_entries must be at least 1, got {max_entries}")
@@ -182,6 +191,7 @@ def cap_entries(files:Sequence[str], answer:str, max_entries:int, rng:random.Ran
         todo += [k for k in kids if k not in out]  # the subdirectories
     return [str(p) for p in out]
 
+# %% ../../nbs/14_explore.ipynb #569c2325
 def copy_repository(name:str, dest:Path, files:Sequence[str]) -> Path:
     "Copy the listed files of repository `name` under `dest` (`/name/x.py` -> `dest/name/x.py`), read-only; return `dest`."
     src, dest = repository_source(name), Path(dest)
@@ -196,6 +206,7 @@ def copy_repository(name:str, dest:Path, files:Sequence[str]) -> Path:
     for here, _, _ in os.walk(dest): os.chmod(here, 0o555)
     return dest
 
+# %% ../../nbs/14_explore.ipynb #6be252e8
 def remove_copy(path:Path):
     "Delete a working copy (its directories made writable again first); a missing one is fine."
     if not os.path.isdir(path): return
@@ -300,11 +311,13 @@ class _Refused(ValueError): "A command the environment refuses; its message beco
 _SHELL_SYNTAX = set(';|&<>`$\n\r\0')
 _ARGS = {'cd': (1, 'DIR'), 'ls': (0, ''), 'cat': (1, 'FILE'), 'head': (1, 'FILE'), 'tail': (1, 'FILE'), 'id': (1, 'FILE'), 'exit': (0, '')}
 
+# %% ../../nbs/14_explore.ipynb #8f779346
 def _clip(text:str, n:int) -> tuple[str, bool]:
     "`text` cut to `n` characters with a warning line, and whether it was cut."
     if len(text) <= n: return text, False
     return text[:n] + f"\n[Warning: output cut after {n} characters]", True
 
+# %% ../../nbs/14_explore.ipynb #90b9686f
 @patch
 def _entries(self:ExploreEnv, path:str) -> tuple[list[str], list[str]]:
     "The subdirectories and regular files of a directory of the copy (links and anything else left out), sorted."
@@ -312,6 +325,7 @@ def _entries(self:ExploreEnv, path:str) -> tuple[list[str], list[str]]:
     found = sorted(os.scandir(real), key=lambda e: e.name)
     return ([e.name for e in found if e.is_dir(follow_symlinks=False)], [e.name for e in found if e.is_file(follow_symlinks=False)])
 
+# %% ../../nbs/14_explore.ipynb #eff3b1e9
 @patch
 def _file(self:ExploreEnv, cmd:str, arg:str) -> tuple[str, Path]:
     "The path and real path of an existing regular file of the copy, or a refusal saying why not."
@@ -327,6 +341,7 @@ def execute(self:ExploreEnv, text:str) -> tuple[str, str, str|None]:
     try: return self._run(text)
     except (ValueError, OSError) as e: return f"Error: {e}", 'error', None  # _Refused, paths leading out, unreadable files
 
+# %% ../../nbs/14_explore.ipynb #4766152f
 @patch
 def _run(self:ExploreEnv, text:str) -> tuple[str, str, str|None]:
     if not isinstance(text, str) or not text.strip(): raise _Refused("empty command; the commands are cd, ls, cat, head, tail, id and exit")
@@ -382,6 +397,7 @@ def valid_actions(self:ExploreEnv) -> list[str]:
         actions += [f"{cmd} {shlex.quote(f)}" for cmd in ('cat', 'head', 'tail', 'id') if cmd != 'cat' or unread]
     return actions + ['exit']
 
+# %% ../../nbs/14_explore.ipynb #17563bf0
 @patch
 def step(self:ExploreEnv, action:str) -> ChoiceStep:
     "Apply one action of `valid_actions()`; anything else is a `ValueError` naming it."
@@ -390,6 +406,7 @@ def step(self:ExploreEnv, action:str) -> ChoiceStep:
         raise ValueError(f"{action!r} is not a valid action in {self.cwd}; choose one of {valid[:12]}{' ...' if len(valid) > 12 else ''}")
     return self.run_command(action)
 
+# %% ../../nbs/14_explore.ipynb #c73fe17b
 @patch
 def oracle_action(self:ExploreEnv) -> str:
     "The next command of the shortest path to the answer: `cd` toward its directory (`cd ..` if not below), then `id`."

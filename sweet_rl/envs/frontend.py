@@ -26,6 +26,7 @@ _PAGE_START = re.compile(r'<!doctype\s+html|<html[\s>]', re.I)
 _PAGE_END = re.compile(r'</html\s*>', re.I)
 _ANY_TAG = re.compile(r'</?[a-zA-Z][\w:-]*(?:\s[^<>]*)?/?>')
 
+# %% ../../nbs/11_frontend.ipynb #e4a2fbc5
 def _raw_html(text:str) -> str|None:
     "A raw page (`<html>`...`</html>`) or, failing that, the span from the first tag to the last `>`."
     start = _PAGE_START.search(text)
@@ -111,17 +112,21 @@ class FrontendEnvConfig(Config):
 BLANK_PAGE = '<html><body></body></html>'  # what an agent that never showed a page is scored on
 
 _SHARED = {}
+
+# %% ../../nbs/11_frontend.ipynb #1ef8a206
 def shared_renderer() -> Renderer:
     "One persistent renderer per process, started on first use."
     if 'renderer' not in _SHARED: _SHARED['renderer'] = Renderer()
     return _SHARED['renderer']
 
+# %% ../../nbs/11_frontend.ipynb #bf5572ff
 def _metric_for(config:FrontendEnvConfig) -> PageSimilarity:
     key = ('metric', config.metric, config.clip_checkpoint)
     if key not in _SHARED:
         _SHARED[key] = similarity_metric(config.metric, **({'checkpoint': config.clip_checkpoint} if config.metric == 'clip' else {}))
     return _SHARED[key]
 
+# %% ../../nbs/11_frontend.ipynb #f7fd1ca3
 def _data_url(img) -> str:
     buf = io.BytesIO(); to_image(img).save(buf, format='PNG')
     return 'data:image/png;base64,' + base64.b64encode(buf.getvalue()).decode()

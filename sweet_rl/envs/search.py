@@ -27,16 +27,19 @@ def _aliases(name:str, spellings:Sequence[str]) -> list[str]:
     "The name, then the alternative spellings that are not ISO codes (4 characters or more), without repeats."
     return list(dict.fromkeys([name] + [s for s in spellings if len(s) >= 4]))
 
+# %% ../../nbs/12_search.ipynb #c440df87
 def _text(value) -> str:
     "A text fact: the package gives a few as one-element lists (the capital of the Vatican) or leaves them empty."
     if isinstance(value, (list, tuple)): value = value[0] if value else ''
     return value or ''
 
+# %% ../../nbs/12_search.ipynb #ae78fcd5
 @lru_cache(maxsize=1)
 def _country_infos() -> tuple:
     from countryinfo import all_countries
     return tuple(c.info() for c in all_countries())
 
+# %% ../../nbs/12_search.ipynb #d9861b90
 def country_facts() -> list[dict]:
     "Every country of `countryinfo` as `{name, aliases, capital, region, ...}`, sorted by name; missing facts are empty."
     infos = _country_infos()
@@ -142,10 +145,12 @@ def tag_fields(message:str, tag:str) -> list[str]:
         at = end + len(closing)
     return out
 
+# %% ../../nbs/12_search.ipynb #e281e2b9
 def xml_fields(message:str) -> dict[str, list[str]]:
     "The content of every complete `<reasoning>`, `<tool>` and `<answer>` field of a message, by tag, in order (each tag read on its own)."
     return {t: tag_fields(message, t) for t in TAGS}
 
+# %% ../../nbs/12_search.ipynb #7c0c277d
 def restore_stop(message:str,
                  finish_reason:str='stop', # why generation ended: 'stop' (a stop string or end of turn) or 'length' (the token limit)
                 ) -> str:
@@ -155,11 +160,13 @@ def restore_stop(message:str,
     open_at = [(message.rfind(f'<{t}>'), t) for t in ('tool', 'answer') if message.rfind(f'<{t}>') > message.rfind(f'</{t}>')]
     return message + f'</{max(open_at)[1]}>' if open_at else message
 
+# %% ../../nbs/12_search.ipynb #a50e7e75
 def tool_query(message:str) -> str|None:
     "The query of the message's first complete tool call, stripped; None without one."
     calls = xml_fields(message)['tool']
     return calls[0].strip() if calls else None
 
+# %% ../../nbs/12_search.ipynb #8748c277
 def result_text(content:str) -> str:
     "The text inside an environment message's `<result>...</result>` (the whole message, stripped, without one)."
     m = re.fullmatch(r'\s*<result>(.*)</result>\s*', content, re.S)
@@ -197,6 +204,7 @@ class SearchTool:
             out.append(NO_TOOL_CALL if q is None else self.search(q))
         return out
 
+# %% ../../nbs/12_search.ipynb #c87f922c
 @lru_cache(maxsize=4)
 def default_search_tool(top_k:int=2) -> SearchTool:
     "The country collection's tool, indexed once per process."
@@ -212,19 +220,23 @@ def tool_calls(history:Sequence[dict]) -> list[tuple[str, str|None]]:
         out.append((q, None if reply is None else result_text(reply['content'])))
     return out
 
+# %% ../../nbs/12_search.ipynb #a4011a28
 def has_tool_result(history:Sequence[dict]) -> bool:
     "Whether a tool call of the episode got the environment's result (MT-GRPO gives an episode without one the merged advantage)."
     return any(r is not None for _, r in tool_calls(history))
 
+# %% ../../nbs/12_search.ipynb #286d22ce
 def final_answer(history:Sequence[dict]) -> str|None:
     "The content of the last agent message's (last) `<answer>` field; None if that message has none."
     last = next((m['content'] for m in reversed(dialogue_turns(history)) if m['role'] == 'assistant'), '')
     found = xml_fields(last)['answer']
     return found[-1] if found else None
 
+# %% ../../nbs/12_search.ipynb #57a4baec
 def _agent_messages(history:Sequence[dict]) -> list[str]:
     return [m['content'] for m in dialogue_turns(history) if m['role'] == 'assistant']
 
+# %% ../../nbs/12_search.ipynb #88a3b2b5
 def _contains_any(text:str|None, answers:Sequence[str]) -> bool:
     return text is not None and any(a.lower() in text.lower() for a in answers)
 
@@ -234,36 +246,43 @@ def tool_execution(history:Sequence[dict], answers:Sequence[str]=()) -> float:
     answered = [r for _, r in tool_calls(history) if r is not None]
     return sum(not r.startswith('Error:') for r in answered) / len(answered) if answered else 0.0
 
+# %% ../../nbs/12_search.ipynb #d050a725
 def answer_in_result(history:Sequence[dict], answers:Sequence[str]) -> float:
     "Turn level: 1 when an accepted answer occurs in the first tool call's result (case-insensitive), else 0."
     answered = [r for _, r in tool_calls(history) if r is not None]
     return float(bool(answered) and _contains_any(answered[0], answers))
 
+# %% ../../nbs/12_search.ipynb #026c7c79
 def answer_present(history:Sequence[dict], answers:Sequence[str]) -> float:
     "Outcome: 1 when an accepted answer occurs in the final `<answer>` (case-insensitive), else 0."
     return float(_contains_any(final_answer(history), answers))
 
+# %% ../../nbs/12_search.ipynb #20d2c1d1
 def exact_match(history:Sequence[dict], answers:Sequence[str]) -> float:
     "Outcome: 1 when the final `<answer>`, lower-cased and stripped, equals an accepted answer, else 0."
     a = final_answer(history)
     return float(a is not None and a.strip().lower() in {x.strip().lower() for x in answers})
 
+# %% ../../nbs/12_search.ipynb #f37d185a
 def xml_format_score(message:str) -> float:
     "0.4 a complete field + 0.2 no padding inside fields + 0.2 starts with `<reasoning>` + 0.2 ends with `</tool>`/`</answer>`."
     fields = [c for cs in xml_fields(message).values() for c in cs]
     return (0.4 * bool(fields) + 0.2 * (bool(fields) and all(c == c.strip() for c in fields))
             + 0.2 * message.lstrip().startswith('<reasoning>') + 0.2 * message.rstrip().endswith(AGENT_STOP))
 
+# %% ../../nbs/12_search.ipynb #72897dbb
 def xml_format(history:Sequence[dict], answers:Sequence[str]=()) -> float:
     "Outcome: the mean `xml_format_score` of the agent messages."
     msgs = _agent_messages(history)
     return sum(map(xml_format_score, msgs)) / len(msgs) if msgs else 0.0
 
+# %% ../../nbs/12_search.ipynb #0da41f37
 def xml_tags_score(message:str) -> float:
     "Share of the message's two tags (`reasoning`, and `answer` if used, else `tool`) opened once and closed once."
     action = 'answer' if '<answer>' in message or '</answer>' in message else 'tool'
     return sum(message.count(f'<{t}>') == 1 and message.count(f'</{t}>') == 1 for t in ('reasoning', action)) / 2
 
+# %% ../../nbs/12_search.ipynb #4ac7962f
 def xml_tags(history:Sequence[dict], answers:Sequence[str]=()) -> float:
     "Outcome: the mean `xml_tags_score` of the agent messages."
     msgs = _agent_messages(history)
@@ -285,6 +304,7 @@ SEARCH_REWARDS = {  # the MT-GRPO paper's rewards and weights
     'xml_tags': RewardTerm('outcome', 0.2, xml_tags),
 }
 
+# %% ../../nbs/12_search.ipynb #166ac4b5
 def reward_components(history:Sequence[dict], answers:Sequence[str]) -> dict[str, float]:
     "The raw score of every reward of `SEARCH_REWARDS` for one episode."
     return {name: float(term.fn(history, answers)) for name, term in SEARCH_REWARDS.items()}

@@ -34,10 +34,12 @@ def gym_taxi():
     "gymnasium's Taxi-v4 (unwrapped): the source of the map, the stops, `decode`, the action mask and the dynamics."
     return gym.make('Taxi-v4').unwrapped
 
+# %% ../../nbs/13_taxi.ipynb #4c08bf8e
 def decode_state(state:int) -> tuple[int, int, int, int]:
     "`(taxi row, taxi column, passenger location 0-4, destination 0-3)` of gymnasium's encoded state."
     return tuple(int(x) for x in gym_taxi().decode(int(state)))
 
+# %% ../../nbs/13_taxi.ipynb #742fafef
 def stop_text(i:int) -> str:
     "A stop named with its cell, e.g. 'stop G (row 0, column 4)'."
     row, col = gym_taxi().locs[i]
@@ -51,6 +53,7 @@ def taxi_map(state:int) -> str:
     grid[1 + row][2 * col + 1] = 'T'
     return '\n'.join(''.join(line) for line in grid)
 
+# %% ../../nbs/13_taxi.ipynb #4f84c25c
 def blocked_moves(state:int) -> list[str]:
     "The directions the taxi cannot move in (a wall or the edge of the map), in `ACTIONS` order."
     mask = gym_taxi().action_mask(int(state))
@@ -77,6 +80,7 @@ def taxi_transitions() -> tuple:
 
 GOALS = ('aboard', 'delivered')
 
+# %% ../../nbs/13_taxi.ipynb #c2d5be02
 def reaches_goal(goal:str, state:int, next_state:int, delivered:bool) -> bool:
     "Whether a transition achieves `goal`: 'aboard' (the passenger gets in) or 'delivered' (the passenger gets out at the destination)."
     if goal == 'delivered': return delivered
@@ -213,6 +217,7 @@ def start_states() -> list[int]:
     "gym Taxi's 300 start states: the passenger waiting at a stop other than the destination, the taxi anywhere."
     return [s for s, p in enumerate(gym_taxi().initial_state_distrib) if p > 0]
 
+# %% ../../nbs/13_taxi.ipynb #48355524
 def taxi_seeds(split:str='train', # 'train', 'test' or 'all'
                n_seeds:int=1000, # the seeds 0..n_seeds-1 are sorted into the sides
                test_fraction:float=0.2, # share of start states held out for testing
@@ -235,6 +240,7 @@ class MixedStep(NamedTuple):
     reward:float # the step's reward
     done:bool # whether the episode ended with this step
 
+# %% ../../nbs/13_taxi.ipynb #610517d3
 def mixed_oracle_rollout(env:ChoiceEnv, # any `ChoiceEnv` with an oracle
                          seed:int, # the episode's reset seed
                          p_random:float=0.9, # chance of a uniformly random action at each step (paper: 0.9)

@@ -72,11 +72,13 @@ def actor_prompt(env, # an environment of the task's kind (`BackendEnv`, `Fronte
     "The chat the actor saw before its next turn after `history` (a saved dialogue): its live observation."
     return env.replay(task, history)
 
+# %% ../../nbs/23_actor.ipynb #b6bcd2e3
 def actor_conversation(trajectory, env) -> list[dict]:
     "A trajectory as the actor lived it: its prompt, then every turn after the request."
     r = as_record(trajectory)
     return env.replay(r['task'], r['dialogue_history'])
 
+# %% ../../nbs/23_actor.ipynb #6fbff356
 def offline_turns(trajectories:Sequence, # offline trajectory records (dicts or `Trajectory`)
                   make_env:Callable, # () -> an environment of the trajectories' task kind
                   data_fraction:float=1.0, # use the turns of the first ceil(fraction x n) trajectories
@@ -121,13 +123,16 @@ def sample_candidates(policy, # generation backend of the current policy (`Trans
             done[rid] = rec; bar.update(1)
     return [done[i] for i in ids]
 
+# %% ../../nbs/23_actor.ipynb #b472797c
 def _score_id(record:dict, label:str) -> str: return stable_id({'record': record['id'], 'scorer': label})
 
+# %% ../../nbs/23_actor.ipynb #7d94af7f
 def missing_scores(records:Sequence[dict], out_path, tag:str) -> int:
     "How many of `records` the scores store `out_path` has no scores for under `tag` (0: `score_turns` needs no scorer)."
     done = {r['id'] for r in JsonlStore(out_path)} if Path(out_path).is_file() else set()
     return sum(_score_id(r, tag) not in done for r in records)
 
+# %% ../../nbs/23_actor.ipynb #265debb6
 def score_turns(scorer, # anything with `.score(task, history, candidates)` (`CriticScorer`, `JudgeScorer`, ...)
                 records:Sequence[dict], # from `sample_candidates`
                 out_path=None, # JSONL to append to and resume from
@@ -166,6 +171,7 @@ def _assistant(x) -> list[dict]:
     "A completion as messages: a string is one assistant message."
     return [{'role': 'assistant', 'content': x}] if isinstance(x, str) else [{'role': m['role'], 'content': m['content']} for m in x]
 
+# %% ../../nbs/23_actor.ipynb #533f2fd6
 def sweet_pairs(records:Sequence[dict], # from `sample_candidates`
                 scores:Sequence[Sequence[float]], # from `score_turns`, one list per record
                 pairs_per_turn:int=4, # pairs drawn per state (released code 4)
@@ -187,12 +193,14 @@ def completion_ids(tokenizer, text:str, # the agent's message, any text (empty, 
     eot = end_of_turn_ids(tokenizer)[0] if eot is None else eot
     return tokenizer(text, add_special_tokens=False, split_special_tokens=True)['input_ids'] + [eot]
 
+# %% ../../nbs/23_actor.ipynb #4ca75f80
 def _completion_text(x) -> str:
     "A completion's text: a string, or one assistant message."
     msgs = _assistant(x)
     if len(msgs) != 1 or msgs[0]['role'] != 'assistant': raise ValueError(f"a completion is one assistant message, got {len(msgs)} messages")
     return msgs[0]['content']
 
+# %% ../../nbs/23_actor.ipynb #ac37bd97
 def turn_pair_ids(tokenizer, row:dict, # `{prompt, chosen, rejected}` (completions: strings or one assistant message)
                  ) -> dict:
     "`{prompt_ids, chosen_ids, rejected_ids}`: the generation prompt, and each candidate's tokens with its end-of-turn token."
@@ -200,6 +208,7 @@ def turn_pair_ids(tokenizer, row:dict, # `{prompt, chosen, rejected}` (completio
     return {'prompt_ids': generation_prompt_ids(tokenizer, [chat_message(m) for m in row['prompt']]),
             **{f'{k}_ids': completion_ids(tokenizer, _completion_text(row[k]), eot) for k in ('chosen', 'rejected')}}
 
+# %% ../../nbs/23_actor.ipynb #090893ec
 def _turn_dpo_trainer():
     "`TurnDPOTrainer`, built on first use (importing TRL takes seconds)."
     from trl import DPOTrainer
@@ -220,6 +229,7 @@ def rft_examples(trajectories:Sequence, make_env:Callable, # () -> an environmen
     keep = (lambda r: is_success(r, success_threshold)) if min_reward is None else (lambda r: r['reward'] >= min_reward)
     return [{'conversation': actor_conversation(r, env)} for r in map(as_record, trajectories) if keep(r)]
 
+# %% ../../nbs/23_actor.ipynb #8caea338
 def mtdpo_examples(trajectories:Sequence, make_env:Callable,
                    pair_config:PairConfig|None=None, # how trajectory pairs are formed (the critic's rule)
                   ) -> list[dict]:
@@ -228,11 +238,13 @@ def mtdpo_examples(trajectories:Sequence, make_env:Callable,
     return [{'chosen': actor_conversation(p['chosen'], env), 'rejected': actor_conversation(p['rejected'], env)}
             for p in make_pairs(trajectories, pair_config)]
 
+# %% ../../nbs/23_actor.ipynb #33d0317b
 def conversation_lengths(tokenizer, conversations:Sequence[list], batch_size:int=64) -> list[int]:
     "Tokens of each templated conversation."
     return [int(n) for s in range(0, len(conversations), batch_size)
             for n in encode_conversations(tokenizer, conversations[s:s + batch_size]).attention_mask.sum(-1)]
 
+# %% ../../nbs/23_actor.ipynb #1369d9a9
 @dataclass
 class ActorCollator:
     "Tokenize conversations (`{conversation}`) or conversation pairs (`{chosen, rejected}`) with the agent-turn index."
@@ -245,6 +257,7 @@ class ActorCollator:
         if 'conversation' in examples[0]: return self._enc([x['conversation'] for x in examples], '')
         return {**self._enc([x['chosen'] for x in examples], 'chosen_'), **self._enc([x['rejected'] for x in examples], 'rejected_')}
 
+# %% ../../nbs/23_actor.ipynb #f989e285
 class ActorTrainer(ObjectiveTrainer):
     "The baselines' objectives: NLL of the agent tokens (rft), Eq. 2 with plain sums over all agent tokens (mtdpo)."
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -261,6 +274,7 @@ def _pair_conversations(row:dict) -> tuple[list, list]:
     if 'prompt' in row: return [list(row['prompt']) + _assistant(row[k]) for k in ('chosen', 'rejected')]
     return row['chosen'], row['rejected']
 
+# %% ../../nbs/23_actor.ipynb #d12de9d1
 def pair_margins(model, tokenizer, rows:Sequence[dict], # per-turn rows (`sweet_pairs`) or trajectory pairs (`mtdpo_examples`)
                  batch_size:int=8) -> torch.Tensor:
     "log π(chosen) − log π(rejected) of each pair, over agent tokens, `[len(rows)]`."
@@ -341,6 +355,7 @@ HF_MODEL_FILES = ('config.json', 'generation_config.json', 'tokenizer', 'special
 def _link(src:Path, dst:Path):
     if not dst.exists(): dst.symlink_to(src.resolve())
 
+# %% ../../nbs/23_actor.ipynb #03a2bbf6
 def vllm_model_files(actor_dir, # a policy saved by `train_actor` (`actor/` of its run folder)
                     ) -> dict:
     "What a vLLM engine loads for a saved actor, written beside it once: `{model, lora, lora_rank}` (`lora`: a PEFT adapter folder, or None)."
@@ -358,6 +373,7 @@ def vllm_model_files(actor_dir, # a policy saved by `train_actor` (`actor/` of i
     _link(actor_dir / 'weights.safetensors', folder / 'model.safetensors')
     return {'model': str(folder), 'lora': None, 'lora_rank': None}
 
+# %% ../../nbs/23_actor.ipynb #232c66f9
 def policy_backend(policy, # an `Actor`, a folder saved by `train_actor`, or a model (preset, folder): the policy before training
                    generation:str='transformers', # one of `GENERATION`
                    batch_size:int=8, # transformers: conversations decoded together

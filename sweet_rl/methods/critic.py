@@ -37,6 +37,7 @@ def check_normalization(normalization:str):
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
 
+# %% ../../nbs/20_critic.ipynb #56b8449a
 def token_log_ratio(policy_logprobs:torch.Tensor, # [..., T] log π_θ of each token
                     ref_logprobs:torch.Tensor, # [..., T] log π_ref of each token
                     turn_index:torch.Tensor, # [..., T] agent turn of each token, -1 elsewhere
@@ -61,6 +62,7 @@ def turn_advantages(policy_logprobs:torch.Tensor, # [..., T] log π_θ of each t
     if normalization == 'none': return stats.sums
     return stats.sums / stats.counts.sum(-1, keepdim=True).clamp(min=1)  # release: / all agent tokens
 
+# %% ../../nbs/20_critic.ipynb #cf1c37b8
 def trajectory_score(policy_logprobs:torch.Tensor, ref_logprobs:torch.Tensor, turn_index:torch.Tensor,
                      normalization:str='paper', # 'paper', 'release' or 'none'
                     ) -> torch.Tensor:
@@ -75,6 +77,7 @@ def bt_loss(chosen_scores:torch.Tensor, # [B] Σ_t A_θ of the chosen trajectori
     "Mean Bradley–Terry loss −log σ(β (s⁺ − s⁻)) over the pairs (Eq. 2)."
     return -F.logsigmoid(beta * (chosen_scores - rejected_scores)).mean()
 
+# %% ../../nbs/20_critic.ipynb #3c10d438
 def agent_nll(policy_logprobs:torch.Tensor, # [B, T] log π_θ of each token
               turn_index:torch.Tensor, # [B, T] agent turn of each token, -1 elsewhere
              ) -> torch.Tensor:
@@ -92,6 +95,7 @@ class CriticLoss(NamedTuple):
     chosen_scores:torch.Tensor # [B] Σ_t A_θ(τ⁺)
     rejected_scores:torch.Tensor # [B] Σ_t A_θ(τ⁻)
 
+# %% ../../nbs/20_critic.ipynb #9b24746b
 def critic_loss(chosen_policy:torch.Tensor, chosen_ref:torch.Tensor, chosen_turns:torch.Tensor, # [B, T] each, chosen
                 rejected_policy:torch.Tensor, rejected_ref:torch.Tensor, rejected_turns:torch.Tensor, # [B, T'] each, rejected
                 beta:float=0.1, # β of Eq. 2 (paper: 0.1)
@@ -136,6 +140,7 @@ PAIR_RULES = {  # the released code's pair rules, by task kind
     'frontend': dict(pairing='gap', require_success=False, success_threshold=0.99, min_reward_gap=0.1),
 }
 
+# %% ../../nbs/20_critic.ipynb #66777cc4
 def is_success(record:dict, success_threshold:float=1.0) -> bool:
     "Whether a trajectory record counts as a success (`success` field, else `reward >= success_threshold`)."
     return bool(record['success']) if record.get('success') is not None else record['reward'] >= success_threshold
@@ -148,6 +153,7 @@ def _reward(r:dict, i:int) -> float:
     if not isinstance(r.get('task'), dict): raise ValueError(f"trajectory {i}: field 'task' must be a task object")
     return float(v)
 
+# %% ../../nbs/20_critic.ipynb #1f3a1ae2
 def make_pairs(trajectories:Sequence, # trajectory records (dicts or `Trajectory`), several per task
                config:PairConfig|None=None,
               ) -> list[dict]:
@@ -202,6 +208,7 @@ def critic_messages(trajectory, # trajectory record (dict or `Trajectory`)
                             reference=training_info(task) if use_hidden_info else '')
     return [{'role': 'user', 'content': first}] + dialogue_turns(r['dialogue_history'])
 
+# %% ../../nbs/20_critic.ipynb #65c6d7ad
 def encode_critic_inputs(tokenizer, trajectories:Sequence,
                          use_hidden_info:bool=True, # include the training-time information
                          template:str|None=None, # first-message template (see `critic_messages`)
@@ -282,6 +289,7 @@ def backbone_decoder(model):
     "The decoder stack (returns hidden states) of a causal LM, through PEFT wrappers."
     return causal_lm(model).base_model
 
+# %% ../../nbs/20_critic.ipynb #06f7e273
 def pool_turns(hidden:torch.Tensor, # [B, T, H] hidden states
                turn_index:torch.Tensor, # [B, T] agent turn of each token, -1 elsewhere
                num_turns:int|None=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -291,6 +299,7 @@ def pool_turns(hidden:torch.Tensor, # [B, T, H] hidden states
     counts = onehot.sum(1)
     return torch.einsum('btk,bth->bkh', onehot, hidden) / counts.clamp(min=1)[..., None], counts
 
+# %% ../../nbs/20_critic.ipynb #8150f846
 class HeadModel(torch.nn.Module):
     "A causal-LM backbone (LoRA or full) with a scalar head on turn-pooled last hidden states."
     def __init__(self, backbone, hidden_size:int):
@@ -329,10 +338,12 @@ class CriticCollator:
             return out
         return {**self._enc([x['chosen'] for x in examples], 'chosen_'), **self._enc([x['rejected'] for x in examples], 'rejected_')}
 
+# %% ../../nbs/20_critic.ipynb #367f0a6b
 def _stack_padded(a:torch.Tensor, b:torch.Tensor, value) -> torch.Tensor:
     T = max(a.shape[1], b.shape[1])
     return torch.cat([F.pad(a, (0, T - a.shape[1]), value=value), F.pad(b, (0, T - b.shape[1]), value=value)])
 
+# %% ../../nbs/20_critic.ipynb #e4ea9588
 def _pair_batch(inputs:dict, pad_id:int):
     "Chosen and rejected rows in one right-padded batch: `(ids, mask, turn, n_chosen)`."
     ids = _stack_padded(inputs['chosen_input_ids'], inputs['rejected_input_ids'], pad_id)
@@ -352,7 +363,7 @@ def pair_loss(trainer:ObjectiveTrainer, # the running trainer: its tokenizer, fr
            margin=(out.chosen_scores - out.rejected_scores).mean().item())
     return out
 
-
+# %% ../../nbs/20_critic.ipynb #c7540294
 class CriticTrainer(ObjectiveTrainer):
     "The critic objectives: Eq. 2 on turn-wise advantages (sweet) or head values (regression), BCE (value)."
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -393,12 +404,14 @@ def pair_outcomes(chosen:torch.Tensor, rejected:torch.Tensor) -> list[float]:
     "1, 0.5 or 0 per pair: its chosen trajectory scores higher than its rejected one, the same, or lower."
     return [1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(chosen.tolist(), rejected.tolist())]
 
+# %% ../../nbs/20_critic.ipynb #729d5c4f
 def pair_summary(chosen:torch.Tensor, rejected:torch.Tensor) -> dict:
     "Pair accuracy (ties count one half), the share of ties and the mean margin, from each pair's two scores."
     ties = (chosen == rejected).float()
     return {'pair_accuracy': float(((chosen > rejected).float() + 0.5 * ties).mean()), 'ties': float(ties.mean()),
             'margin': float((chosen - rejected).mean()), 'n_pairs': len(chosen)}
 
+# %% ../../nbs/20_critic.ipynb #a5a627d7
 class TrajectoryScoring:
     "Whole-trajectory scores and pair accuracy, from a critic's `turn_scores` (text and vision critics alike)."
     def trajectory_scores(self, trajectories:Sequence, batch_size:int=8) -> torch.Tensor:
@@ -421,6 +434,7 @@ class TrajectoryScoring:
         pos, neg, _ = self.pair_scores(pairs, batch_size)
         return pair_summary(pos, neg)
 
+# %% ../../nbs/20_critic.ipynb #49454bb9
 class Critic(TrajectoryScoring, SavedWeights):
     "A text critic of any head: scores the turns of whole trajectories; saves and loads (`sweet_rl.methods.scorers` scores candidate actions)."
     @classmethod
@@ -460,11 +474,13 @@ def encode(self:Critic, trajectories:Sequence) -> EncodedConversations:
     c = self.config
     return encode_critic_inputs(self.tokenizer, trajectories, c.use_hidden_info, c.template)
 
+# %% ../../nbs/20_critic.ipynb #fc90fc7a
 @patch
 def input_lengths(self:Critic, trajectories:Sequence, batch_size:int=64) -> list[int]:
     "Tokens of the critic's input for each trajectory (what `max_length` bounds in training)."
     return [int(n) for s in range(0, len(trajectories), batch_size) for n in self.encode(trajectories[s:s + batch_size]).attention_mask.sum(-1)]
 
+# %% ../../nbs/20_critic.ipynb #279a4ed4
 @patch
 def turn_scores(self:Critic, trajectories:Sequence, batch_size:int=8) -> list[torch.Tensor]:
     "Score of every agent turn of each trajectory: A_θ (sweet), head value (regression), success logit (value)."
@@ -565,12 +581,14 @@ def critic_identity(config:CriticConfig, pair_config:PairConfig|None, max_steps:
     return {'config': kept, 'pairs': drop('pairs', (pair_config or PairConfig()).to_dict()), 'max_steps': max_steps,
             'trajectories': trajectories, 'n_trajectories': n_trajectories}
 
+# %% ../../nbs/20_critic.ipynb #900efd2a
 def shared_critic_dir(config:CriticConfig, trajectories:Sequence, pair_config:PairConfig|None=None, max_steps:int=-1,
                       runs_dir=None) -> Path:
     "The shared folder of this critic (config, pairs, steps, trajectories), whether or not it is trained yet (`critic/` in it once it is)."
     what = critic_identity(config, pair_config, max_steps, stable_id([as_record(t) for t in trajectories]), len(trajectories))
     return artifact_dir('critic', what, runs_dir)
 
+# %% ../../nbs/20_critic.ipynb #249047df
 def shared_critic(config:CriticConfig, trajectories:Sequence, pair_config:PairConfig|None=None, max_steps:int=-1,
                   runs_dir=None, # root of `runs/` (default: the repository's)
                   progress:bool=False) -> Critic:

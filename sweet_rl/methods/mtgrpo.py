@@ -81,6 +81,7 @@ class PolicyLoss(NamedTuple):
     kl:torch.Tensor # token mean of the k3 KL estimate (0 without a reference)
     clip_fraction:torch.Tensor # share of agent tokens whose ratio was clipped
 
+# %% ../../nbs/24_mtgrpo.ipynb #2700a098
 def clipped_policy_loss(logprobs:torch.Tensor, # [B, T] log π_θ of each token (with gradients)
                         old_logprobs:torch.Tensor, # [B, T] log π of the policy that sampled the episodes
                         advantages:torch.Tensor, # [B, T] from `mtgrpo_advantages`
@@ -111,15 +112,18 @@ class Reward(NamedTuple):
     weight:float
     score:Callable # records -> one value per record
 
+# %% ../../nbs/24_mtgrpo.ipynb #ab12f34a
 class EpisodeRewards(NamedTuple):
     "What the advantages and the logs need from the rewards of a batch of episodes."
     outcome:torch.Tensor # [B] weighted sum of the outcome rewards
     turns:torch.Tensor # [B, K] weighted sum of the turn rewards of agent turn k (NaN: no turn reward there)
     components:dict # reward name -> [B] raw score (a per-turn reward: its mean over the turns)
 
+# %% ../../nbs/24_mtgrpo.ipynb #38c58884
 def _per_turn(value) -> list[float]:
     return [float(v) for v in value] if isinstance(value, (list, tuple)) or getattr(value, 'ndim', 0) else [float(value)]
 
+# %% ../../nbs/24_mtgrpo.ipynb #a5db0960
 def episode_rewards(records:Sequence[dict], # trajectory records of the batch's episodes
                     rewards:Sequence[Reward]) -> EpisodeRewards:
     "Score every episode with every reward; weighted outcome vector, weighted turn matrix and raw components."
@@ -148,15 +152,18 @@ def record_field_reward(name:str, # the reward's name, also its key in each reco
     "A reward the environment already scored: `record['rewards'][name]` (what `SearchEnv.trajectory` writes)."
     return Reward(name, level, weight, lambda records: [r['rewards'][name] for r in records])
 
+# %% ../../nbs/24_mtgrpo.ipynb #c6686f54
 def search_rewards() -> list[Reward]:
     "The paper's six rewards with their levels and weights (`sweet_rl.envs.search.SEARCH_REWARDS`)."
     from sweet_rl.envs.search import SEARCH_REWARDS
     return [record_field_reward(name, t.level, t.weight) for name, t in SEARCH_REWARDS.items()]
 
+# %% ../../nbs/24_mtgrpo.ipynb #4c1d55ba
 def tests_passed_reward(weight:float=1.0) -> Reward:
     "ColBench backend outcome: the share of the task's hidden unit tests the final answer passes."
     return Reward('tests_passed', 'outcome', weight, lambda records: [r['tests_passed'] for r in records])
 
+# %% ../../nbs/24_mtgrpo.ipynb #60965c2b
 def critic_turn_reward(critic, # a trained critic (`sweet_rl.methods.critic.Critic`, e.g. from `sweet_rl.methods.scorers.load_critic`)
                        weight:float=1.0, name:str='critic_advantage') -> Reward:
     "Turn level: the critic's score of every agent turn (SWEET head: A_θ(o_t, a_t, c) with the training-time information)."
@@ -217,19 +224,23 @@ class Setting(NamedTuple):
     rewards:list # `Reward`s
     merged:Callable|None=None # records -> one bool each: the episodes that take MT-GRPO's merged advantage (None: those with one agent turn)
 
+# %% ../../nbs/24_mtgrpo.ipynb #00720702
 def _subset(tasks:list, n:int, seed:int) -> list:
     "A seeded subset of n tasks, in their order (n = 0: all)."
     return tasks if not n or n >= len(tasks) else [tasks[i] for i in sorted(random.Random(f"tasks:{seed}").sample(range(len(tasks)), n))]
 
+# %% ../../nbs/24_mtgrpo.ipynb #0271045a
 def no_tool_result(records:Sequence[dict]) -> list[bool]:
     "Search episodes whose tool calls got no result (no call, or only one the turn cap left unanswered): MT-GRPO merges their credit."
     from sweet_rl.envs.search import has_tool_result
     return [not has_tool_result(r['dialogue_history']) for r in records]
 
+# %% ../../nbs/24_mtgrpo.ipynb #cf46b8fe
 def _replies(c:MTGRPOConfig) -> dict:
     "The environment fields the config overrides: the agent's prompt, the reply length."
     return {**({} if c.reply_chars is None else {'reply_chars': c.reply_chars}), **({'agent_template': c.agent_template} if c.agent_template else {})}
 
+# %% ../../nbs/24_mtgrpo.ipynb #06565e92
 def search_setting(c:MTGRPOConfig) -> Setting:
     "The paper's setting: country questions, the BM25 tool, the six rewards; credit merged where the tool gave nothing."
     from sweet_rl.envs.search import SearchTool, search_tasks
@@ -238,6 +249,7 @@ def search_setting(c:MTGRPOConfig) -> Setting:
     return Setting(make_env, _subset(search_tasks('train', **split), c.n_tasks, c.seed), search_tasks('test', **split), search_rewards(),
                    no_tool_result)
 
+# %% ../../nbs/24_mtgrpo.ipynb #bbeb7e1f
 def backend_setting(c:MTGRPOConfig) -> Setting:
     "ColBench backend: the simulated human, tests passed as the outcome, and optionally a SWEET critic's turn scores."
     from sweet_rl.base.data import sample_tasks
@@ -252,11 +264,13 @@ def backend_setting(c:MTGRPOConfig) -> Setting:
 
 SETTINGS: dict[str, Callable] = {'search': search_setting, 'backend': backend_setting}  # `MTGRPOConfig.env` -> (config) -> Setting
 
+# %% ../../nbs/24_mtgrpo.ipynb #b9a65112
 def register_setting(name:str, build:Callable, # (config) -> `Setting`
                      replace:bool=False):
     "Let `MTGRPOConfig(env=name)` train where `build` says: `train_mtgrpo` and `launch` build their setting by name."
     register(SETTINGS, name, build, 'setting', replace)
 
+# %% ../../nbs/24_mtgrpo.ipynb #80760d78
 def online_setting(config:MTGRPOConfig) -> Setting:
     "The environment, prompts and rewards of the setting `config.env` names."
     if config.env not in SETTINGS:
@@ -288,16 +302,19 @@ class PromptCollator:
     "A micro-batch of prompts: `{'tasks': [task dicts]}` (the trainer rolls them out)."
     def __call__(self, rows:list[dict]) -> dict: return {'tasks': [r['task'] for r in rows]}
 
+# %% ../../nbs/24_mtgrpo.ipynb #8325e1bb
 def agent_conversations(records:Sequence[dict], make_env:Callable) -> list[list[dict]]:
     "Each episode as the agent lived it: its prompt, then every turn after the question (`env.replay`)."
     env = make_env()
     return [env.replay(r['task'], r['dialogue_history']) for r in records]
 
+# %% ../../nbs/24_mtgrpo.ipynb #ab8b74c0
 def silent_groups(advantages:torch.Tensor, # [batch, tokens], groups of `group_size` consecutive episodes
                   group_size:int) -> float:
     "Share of groups that teach nothing under the run's mode: every advantage of every episode zero (`flat_groups` looks at total rewards)."
     return float((advantages.view(-1, group_size * advantages.shape[1]).abs().amax(1) == 0).float().mean())
 
+# %% ../../nbs/24_mtgrpo.ipynb #5b3cf305
 def reward_stats(er:EpisodeRewards, group_size:int|None=None) -> dict:
     "Means of the raw reward components and of the weighted totals; with groups, the share whose episodes all scored alike."
     total = er.outcome + er.turns.nan_to_num(0).sum(1)
@@ -396,6 +413,7 @@ def batch_for(self:MTGRPOTrainer, model, task_dicts:list[dict]) -> dict:
     self._buffer[key] = (step, batch)
     return {**batch, 'stats': {**batch['stats'], 'reused': 0.0}}
 
+# %% ../../nbs/24_mtgrpo.ipynb #bddbde53
 @patch
 def compute_loss(self:MTGRPOTrainer, model, inputs, return_outputs=False, num_items_in_batch=None):
     c, batch = self.config, self.batch_for(model, inputs['tasks'])
@@ -411,6 +429,7 @@ def compute_loss(self:MTGRPOTrainer, model, inputs, return_outputs=False, num_it
     self.note(**batch['stats'], kl=out.kl.item(), clip_fraction=out.clip_fraction.item())
     return (out.loss, out) if return_outputs else out.loss
 
+# %% ../../nbs/24_mtgrpo.ipynb #d2283b42
 @patch
 def training_step(self:MTGRPOTrainer, model, inputs, num_items_in_batch=None):
     "The 🤗 step, timed: its rollout part and its update part (forward, backward) are noted apart."
@@ -419,6 +438,7 @@ def training_step(self:MTGRPOTrainer, model, inputs, num_items_in_batch=None):
     self.note(update_s=time.perf_counter() - t0 - self._rollout_s)
     return loss
 
+# %% ../../nbs/24_mtgrpo.ipynb #ba5f062a
 @patch
 def log(self:MTGRPOTrainer, logs:dict, *args, **kwargs):
     "Log as the 🤗 Trainer does; a step's line (loss, rewards, timings) also goes to `steps.jsonl`."
@@ -443,6 +463,7 @@ def _cut_logs(run_dir:Path, step:int):
             keep = [l for l in p.read_text().splitlines(keepends=True) if l.strip() and json.loads(l).get('step', 0) <= step]
             atomic_write_text(p, ''.join(keep))
 
+# %% ../../nbs/24_mtgrpo.ipynb #4b374521
 def train_mtgrpo(config:MTGRPOConfig, # the method, the policy and the setting
                  setting:Setting|None, # environment, prompts and rewards (None: `online_setting(config)`)
                  out_dir, # run folder: checkpoints/, policy/ (the result), steps.jsonl, episodes.jsonl, train_log.jsonl
@@ -503,6 +524,7 @@ def _normal_message(record:dict, chars:int) -> str:
         text = re.sub(rf'(?<!\w){re.escape(a)}(?!\w)', '{answer}', text, flags=re.I)
     return text[:chars]
 
+# %% ../../nbs/24_mtgrpo.ipynb #69a49c3d
 def final_messages(records:Sequence[dict], # trajectory records
                    top:int=5, # how many messages to list
                    chars:int=300, # characters kept of each message

@@ -46,6 +46,7 @@ class ChoiceSetting(NamedTuple):
 
 CHOICE_SETTINGS: dict[str, ChoiceSetting] = {}
 
+# %% ../../nbs/25_reflect.ipynb #73334cf4
 def register_choice_setting(name:str, setting:ChoiceSetting, replace:bool=False) -> ChoiceSetting:
     "Let `ReflectConfig(env=name)` run on `setting`; registering a different one under a taken name needs `replace`."
     return register(CHOICE_SETTINGS, name, setting, 'choice setting', replace)
@@ -130,6 +131,7 @@ def choice_env(config:ReflectConfig, split:str='train', curriculum:str|None=None
 
 EXPLORE_MAX_ENTRIES = (len(LABELS) - 3) // 4  # ls, cd .., exit and up to 4 commands per entry: every state's actions get a one-token label
 
+# %% ../../nbs/25_reflect.ipynb #dbf31fef
 def episode_seeds(config:ReflectConfig, split:str, n:int, offset:int=0) -> list[int]:
     "`n` episode seeds of `split`, from the environment's setting (taxi: start states the split owns; explore: tasks of the split)."
     return CHOICE_SETTINGS[config.env].seeds(config, split, n, offset)
@@ -140,16 +142,19 @@ class Memory(NamedTuple):
     action:str # the action taken
     reward:float # its reward
 
+# %% ../../nbs/25_reflect.ipynb #5aaac467
 def recall(memory:Sequence[Memory], k:int) -> str:
     "The last `k` steps as lines ('' when there are none or `k` is 0)."
     if k <= 0 or not memory: return ''
     start = len(memory) - min(k, len(memory))
     return 'Previous steps:\n' + '\n'.join(f"Step {start + i + 1}: {m.action} (reward {m.reward:+.2f})" for i, m in enumerate(memory[start:])) + '\n'
 
+# %% ../../nbs/25_reflect.ipynb #14985993
 def reflection_prompt(instruction:str, state:str, memory:Sequence[Memory]=(), k:int=2) -> str:
     "What the reflection model reads: the task, the recent steps and the state; it answers with its analysis."
     return f"{instruction}\n{recall(memory, k)}Current state:\n{state}\nAnalyze the situation and say what to do next.{ANALYZE}"
 
+# %% ../../nbs/25_reflect.ipynb #7c2395a6
 def policy_prompt(instruction:str, state:str, actions:Sequence[str], labels:Sequence[str], reflection:str|None=None,
                   memory:Sequence[Memory]=(), k:int=2) -> str:
     "What the policy reads: task, recent steps, state, the reflection (if any) and the enumerated actions; it answers with one label."
@@ -158,6 +163,7 @@ def policy_prompt(instruction:str, state:str, actions:Sequence[str], labels:Sequ
     return (f"{instruction}\n{recall(memory, k)}Current state:\n{state}\n{seen}Actions:\n{listed}\n"
             f"Answer with the label of one action.{ACTION}")
 
+# %% ../../nbs/25_reflect.ipynb #e3c8453a
 def action_labels(n:int, rng:random.Random|None=None) -> list[str]:
     "Labels for `n` actions: the first `n` of `LABELS`, shuffled when `rng` is given (the paper's label shuffling)."
     if n > len(LABELS): raise ValueError(f"{n} actions but only {len(LABELS)} one-token labels")
@@ -177,6 +183,7 @@ def written_reflection(oracle:str, # the oracle's action in this state
     said.append(f"The best next action is: {oracle}.")
     return ' '.join(said)
 
+# %% ../../nbs/25_reflect.ipynb #54420d9a
 def reflection_data(config:ReflectConfig, seeds:Sequence[int]) -> list[dict]:
     "One example per state of oracle + random episodes on training seeds: state, memory, actions, oracle action, written reflection."
     env, out = choice_env(config, 'train'), []
@@ -200,10 +207,12 @@ def label_ids(tokenizer) -> list[int]:
         raise ValueError(f"labels {bad or 'of LABELS'} are not distinct single tokens for {type(tokenizer).__name__}")
     return [i[0] for i in ids]
 
+# %% ../../nbs/25_reflect.ipynb #c48b1f31
 def pad_id(tokenizer) -> int:
     "The tokenizer's padding id, or its end-of-sequence id when it has none."
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
+# %% ../../nbs/25_reflect.ipynb #70137683
 def left_padded(rows:Sequence[Sequence[int]], pad:int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     "(ids, attention mask, position ids) of left-padded rows, so that every row's last token is at the end."
     T = max(len(r) for r in rows)
@@ -242,10 +251,12 @@ def reply_nll(model, tokenizer, prompts:Sequence[str], replies:Sequence[str], eo
     logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target[:, 1:].reshape(-1), ignore_index=-100)
 
+# %% ../../nbs/25_reflect.ipynb #386a706c
 def sft_target(example:dict, labels:Sequence[str]) -> int:
     "Index in `LABELS` of the label that `labels` gives the example's oracle action."
     return LABELS.index(labels[example['actions'].index(example['oracle'])])
 
+# %% ../../nbs/25_reflect.ipynb #8d2d0d7d
 def label_nll(model, tokenizer, prompts:Sequence[str], n_actions:Sequence[int], targets:Sequence[int]) -> torch.Tensor:
     "Mean negative log-probability of each prompt's target label among its valid labels: the policy's SFT loss."
     lps = label_logprobs(model, tokenizer, prompts, n_actions, batch_size=len(prompts))
@@ -259,10 +270,12 @@ def lora_lm(name:str, config:ReflectConfig, device:str|None=None):
     if tok.pad_token is None: tok.pad_token = tok.eos_token
     return add_lora(model, config.lora_r, config.lora_alpha).eval(), tok
 
+# %% ../../nbs/25_reflect.ipynb #c59edd1c
 def new_optimizer(model, config:ReflectConfig) -> torch.optim.Optimizer:
     "AdamW over the trainable (LoRA) weights with Table 3's learning rate and weight decay."
     return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=config.weight_decay)
 
+# %% ../../nbs/25_reflect.ipynb #531d9969
 def sft(model, loss_fn:Callable, # (list of examples) -> loss tensor
         examples:Sequence, config:ReflectConfig, desc:str='sft', progress:bool=True) -> list[float]:
     "`config.sft_steps` optimizer steps on seeded batches of `examples` (clipped gradients); returns the loss of each step."
@@ -307,6 +320,7 @@ class OracleReflector:
 
 ADVICE = 'The best next action is:'
 
+# %% ../../nbs/25_reflect.ipynb #98fea8ae
 def advised_action(reflection:str|None, # a reflection (generated or written)
                    actions:Sequence[str], # the valid actions of the state
                   ) -> str|None:
@@ -318,6 +332,7 @@ def advised_action(reflection:str|None, # a reflection (generated or written)
     if tail is not None and (found := named(tail)): return min(found)[1]
     return max(named(text), default=(None, None))[1]
 
+# %% ../../nbs/25_reflect.ipynb #236d7478
 def advice_metrics(episodes:Sequence[dict]) -> dict:
     "Over steps with a reflection: shares whose advice names a valid action, is the oracle's, is followed, and where the policy acts as the oracle would."
     steps = [s for e in episodes for s in e['steps'] if s.get('reflection') is not None]
@@ -342,12 +357,14 @@ def returns_to_go(rewards:Sequence[float]) -> list[float]:
     for r in reversed(rewards): total += r; out.append(total)
     return out[::-1]
 
+# %% ../../nbs/25_reflect.ipynb #ccb0a8b0
 def reinforce_loss(logprobs:torch.Tensor, # [N] log π(a_h | s_h) of every step of the batch's episodes
                    returns:torch.Tensor, # [N] return-to-go of each step (no baseline: the authors' default)
                   ) -> torch.Tensor:
     "REINFORCE: −mean over steps of G_h · log π(a_h | s_h)."
     return -(returns.to(logprobs) * logprobs).mean()
 
+# %% ../../nbs/25_reflect.ipynb #4b5b353d
 def ppo_loss(logprobs:torch.Tensor, # [N] log π_θ(a_h | s_h) under the weights being trained
              old_logprobs:torch.Tensor, # [N] the same under the weights that sampled the steps (no gradient)
              advantages:torch.Tensor, # [N] return-to-go of each step, as REINFORCE uses it
@@ -417,6 +434,7 @@ def policy_update(model, tokenizer, optimizer, episodes:Sequence[dict], config:R
     model.eval()
     return statistics.fmean(losses)
 
+# %% ../../nbs/25_reflect.ipynb #7c26121d
 def success_rate(episodes:Sequence[dict]) -> float:
     "Share of episodes that reached the goal."
     return statistics.fmean(float(e['success']) for e in episodes) if episodes else float('nan')
@@ -429,6 +447,7 @@ def save_adapter(model, path) -> Path:
     tmp = path.with_name(path.name + '.tmp'); save_file(trainable_state(model), str(tmp)); tmp.replace(path)
     return path
 
+# %% ../../nbs/25_reflect.ipynb #cd3e3bac
 def load_adapter(model, path):
     "Load weights written by `save_adapter` into `model`, checking that they are exactly its trained weights."
     from safetensors.torch import load_file
@@ -446,6 +465,7 @@ def episode_record(config:ReflectConfig, episode:dict, curriculum:str|None=None)
             'actions': [s['action'] for s in episode['steps']], 'oracle_actions': [s.get('oracle') for s in episode['steps']],
             'reflections': [s.get('reflection') for s in episode['steps']]}
 
+# %% ../../nbs/25_reflect.ipynb #c6d06042
 def evaluate_policy(model, tokenizer, config:ReflectConfig, reflector:Reflector|None, n:int, batch:int=8,
                     curriculum:str|None=None,
                     records_file=None, # also write every episode's record (`episode_record`) here, as JSONL

@@ -35,11 +35,13 @@ def candidate_advantage(ratio:torch.Tensor, # [N, S] log-ratio of each candidate
     if ranking_normalization(normalization) == 'none': return total
     return total / mask.sum(-1).to(ratio.dtype).clamp(min=1)
 
+# %% ../../nbs/22_scorers.ipynb #6fd97b4d
 def lm_forward(model, ids, mask, logits_to_keep=0):
     "Logits (float32) and the key-value cache of one causal-LM forward pass."
     out = model(input_ids=ids, attention_mask=mask, use_cache=True, logits_to_keep=logits_to_keep)
     return out.logits.float(), out.past_key_values
 
+# %% ../../nbs/22_scorers.ipynb #3da0268b
 def score_candidates_full(model, tokenizer, task:dict, history:Sequence[dict], candidates:Sequence[str],
                           use_hidden_info:bool=True, normalization:str='paper', template:str|None=None,
                           ref_model=None, batch_size:int=16) -> torch.Tensor:
@@ -63,12 +65,14 @@ def shared_prefix_length(enc:EncodedConversations, k:int) -> int:
     if not bool(same.all()): P = int((~same).nonzero()[0])
     return P
 
+# %% ../../nbs/22_scorers.ipynb #037dab77
 def repeat_cache(cache, n:int):
     "A copy of the context's key-value cache for `n` rows (each batch extends its own copy; None stays None)."
     if cache is None: return None
     cache = copy.deepcopy(cache); cache.batch_repeat_interleave(n)
     return cache
 
+# %% ../../nbs/22_scorers.ipynb #4bf1b544
 def candidate_batches(enc:EncodedConversations, P:int, # the shared prefix length (`shared_prefix_length`)
                       batch_size:int, device):
     "The candidates after the shared prefix, a batch at a time: `(suffix ids [n, S], mask over prefix + suffix, turn index of the suffix)`."
@@ -78,6 +82,7 @@ def candidate_batches(enc:EncodedConversations, P:int, # the shared prefix lengt
         mask = torch.cat([torch.ones(n, P, dtype=am.dtype), am[:, P:P + S]], 1)
         yield ids[:, P:P + S].to(device), mask.to(device), turn[:, P:P + S].to(device)
 
+# %% ../../nbs/22_scorers.ipynb #5e33b801
 def candidates_per_pass(batch_size:int, unpad:bool|None, device) -> int:
     "Candidates per forward pass: 1 when each runs on its own tokens (`unpad`; None: `unpads_by_default`), else `batch_size`."
     if unpad is None: unpad = unpads_by_default(device)
@@ -96,6 +101,7 @@ def prefix_tokens(tokenizer, enc:EncodedConversations, k:int, # the candidates' 
         out.append(m)
     return out
 
+# %% ../../nbs/22_scorers.ipynb #9fbbddde
 def score_candidates(model, # critic: a peft model (reference = adapter disabled) or any causal LM with `ref_model`
                      tokenizer, task:dict, # the task, with its training-time information
                      history:Sequence[dict], # dialogue so far, ending before the agent's next turn
@@ -181,14 +187,17 @@ class CriticScorer:
         return score_with_head(m.model, m.tokenizer, task, history, candidates, c.use_hidden_info, c.template,
                                self.batch_size, probability=c.head == 'value')
 
+# %% ../../nbs/22_scorers.ipynb #d180009b
 def critic_class(config:CriticConfig) -> type:
     "The class that builds and loads a critic of this config: `VisionCritic` for `head='vision'`, else `Critic`."
     return VisionCritic if config.head == 'vision' else Critic
 
+# %% ../../nbs/22_scorers.ipynb #e026457f
 def build_critic(config:CriticConfig, device:str|None=None):
     "A fresh critic of any head (the vision critic included)."
     return critic_class(config).build(config, device)
 
+# %% ../../nbs/22_scorers.ipynb #019e0d26
 def load_critic(path, # a saved critic: `critic/` of a `train_critic` run folder
                 device:str|None=None):
     "A saved critic of any head, rebuilt by the class its config names."

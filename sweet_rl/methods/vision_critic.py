@@ -52,6 +52,7 @@ def vision_messages(task:dict, # the frontend task (its request is shown)
     if action_image is not None: parts += [{'type': 'text', 'text': AGENT_PAGE_NOTE}, {'type': 'image', 'image': action_image}]
     return [{'role': 'user', 'content': parts}]
 
+# %% ../../nbs/21_vision_critic.ipynb #158b42f0
 def fit_image(image:Image.Image, max_pixels:int) -> Image.Image:
     "`image` scaled down (aspect kept) to at most `max_pixels` pixels."
     w, h = image.size
@@ -74,6 +75,7 @@ class VisionHeadModel(HeadModel):
         mask = attention_mask.to(hidden.dtype)[..., None]
         return self.head((hidden * mask).sum(1) / mask.sum(1).clamp(min=1)).squeeze(-1)
 
+# %% ../../nbs/21_vision_critic.ipynb #634845ac
 def _agent_turns(trajectory) -> list[tuple[list, str]]:
     "(history before the turn, the agent's message) for each agent turn of a trajectory record."
     r = trajectory if isinstance(trajectory, dict) else trajectory.to_dict()
@@ -132,6 +134,7 @@ def page_images(self:VisionCritic, htmls:Sequence[str]) -> list[Image.Image]:
     while len(self._images) > max(self.cache_size, len(set(keys))): self._images.popitem(last=False)
     return [self._images[k] for k in keys]
 
+# %% ../../nbs/21_vision_critic.ipynb #65c0a7ba
 @patch
 def inputs(self:VisionCritic, items:Sequence[tuple]) -> dict:
     "Processor outputs (tensors on the critic's device) for `(task, history, action)` items."
@@ -151,6 +154,7 @@ def _values(self:VisionCritic, items:Sequence[tuple], batch_size:int=8) -> torch
         for s in range(0, len(items), batch_size): out.append(self.model(**self.inputs(items[s:s + batch_size])).float().cpu())
     return torch.cat(out) if out else torch.zeros(0)
 
+# %% ../../nbs/21_vision_critic.ipynb #f4ce2bb6
 @patch
 def turn_scores(self:VisionCritic, trajectories:Sequence, batch_size:int=8) -> list[torch.Tensor]:
     "Score of every agent turn of each trajectory."
@@ -158,6 +162,7 @@ def turn_scores(self:VisionCritic, trajectories:Sequence, batch_size:int=8) -> l
     flat = _values(self, [x for p in per for x in p], batch_size)
     return list(flat.split([len(p) for p in per]))
 
+# %% ../../nbs/21_vision_critic.ipynb #55ade0c7
 @patch
 def candidate_scores(self:VisionCritic, task:dict, history:Sequence[dict], candidates:Sequence[str], batch_size:int=8) -> torch.Tensor:
     "Score of each candidate next action after `history`, `[N]`; higher is better."
@@ -179,6 +184,7 @@ class VisionCollator:
         chunks = [self.critic.inputs(items[s:s + k]) for s in range(0, len(items), k)]
         return {'chunks': chunks, 'owner': torch.tensor(owner), 'n_pairs': torch.tensor(len(examples))}
 
+# %% ../../nbs/21_vision_critic.ipynb #4a507a02
 class VisionCriticTrainer(CriticTrainer):
     "The critic trainer with the vision objective: Bradley–Terry on per-trajectory sums of turn scores (Eq. 2)."
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -189,11 +195,13 @@ class VisionCriticTrainer(CriticTrainer):
         self.note(bt=loss.item(), accuracy=(scores[:n] > scores[n:]).float().mean().item())
         return (loss, scores) if return_outputs else loss
 
+# %% ../../nbs/21_vision_critic.ipynb #73c4cc77
 @patch(as_prop=True)
 def trainer_class(self:VisionCritic):
     "What `train_critic` trains it with."
     return VisionCriticTrainer
 
+# %% ../../nbs/21_vision_critic.ipynb #cc61a633
 @patch
 def collator(self:VisionCritic) -> VisionCollator:
     "Batches of pairs for `train_critic`."

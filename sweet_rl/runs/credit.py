@@ -32,6 +32,7 @@ __all__ = ['SHIFT_TIE', 'first_turn_states', 'continuation_values', 'shared_stat
 def _described(task, text:str, source:str, describe:Callable|None) -> dict:
     return {'text': text, 'source': source, **(describe(task, text) if describe else {'kind': 'answer' if ANSWER_MARK in text else 'ask'})}
 
+# %% ../../nbs/31_credit.ipynb #8764cd0c
 def first_turn_states(tasks:Sequence, # held-out task records
                       make_env:Callable, # () -> a fresh environment (`rollout.env_factory(...)`)
                       agent=None, # generation backend whose own samples join the candidates (None: constructed only)
@@ -115,6 +116,7 @@ def shared_states(tasks:Sequence, make_env:Callable, agent, n_samples:int, const
             write_jsonl(path, states)
         return [r for _, r in read_jsonl(path)], folder
 
+# %% ../../nbs/31_credit.ipynb #b393ead9
 def shared_values(states:Sequence[dict], make_env:Callable, agent, n_continuations:int, params:SamplingParams,
                   what:dict, # names the continuing agent and protocol (JSON-serializable)
                   runs_dir=None, batch_size:int=16, progress:bool=True) -> tuple[list[list[float]], Path]:
@@ -133,15 +135,18 @@ def construction_order(a:dict, b:dict) -> int:
         return int(bool(a.get('non_default'))) - int(bool(b.get('non_default')))
     return 0
 
+# %% ../../nbs/31_credit.ipynb #5a6b08d2
 def pair_outcome(better:float, worse:float, tie:float=0.0) -> float:
     "1 when the better candidate's number is higher (by more than `tie`), one half on a tie, 0 when lower."
     return 1.0 if better - worse > tie else 0.0 if worse - better > tie else 0.5
 
+# %% ../../nbs/31_credit.ipynb #78d2910a
 def ordered_pairs(state:dict) -> list[tuple[int, int]]:
     "(better, worse) candidate indices of every pair of the state that the construction orders."
     cs = state['candidates']
     return [(i, j) for i in range(len(cs)) for j in range(len(cs)) if construction_order(cs[i], cs[j]) > 0]
 
+# %% ../../nbs/31_credit.ipynb #95d6946b
 def label_agreement(states:Sequence[dict], values:Sequence[Sequence[float]], seed:int=0) -> dict:
     "How often Monte-Carlo values order the construction's pairs the same way: overall, for questions and for answers, with intervals over states."
     out = {}
@@ -160,24 +165,29 @@ def score_states(states:Sequence[dict], scorer, progress:bool=True) -> list[list
     return [[float(x) for x in scorer.score(s['task'], s['history'], [c['text'] for c in s['candidates']])]
             for s in tqdm(states, desc=f"scoring ({getattr(scorer, 'name', type(scorer).__name__)})", disable=not progress)]
 
+# %% ../../nbs/31_credit.ipynb #3938e126
 def _kind(c:dict) -> str:
     k = c.get('kind', '?')
     if c.get('source') == 'agent': return f"agent {'answer' if 'reward' in c else 'question'}"
     return f"{k} ({'off default' if c.get('non_default') else 'at default'})" if k == 'ask_slot' else k
 
+# %% ../../nbs/31_credit.ipynb #03ee25ce
 def _gated_questions(s:dict) -> tuple[list[int], list[int]]:
     "Indices of the state's constructed slot questions: about a slot off its default, about one at it."
     asks = [(i, bool(c.get('non_default'))) for i, c in enumerate(s['candidates']) if c.get('kind') == 'ask_slot' and c.get('source') == 'constructed']
     return [i for i, off in asks if off], [i for i, off in asks if not off]
 
+# %% ../../nbs/31_credit.ipynb #69bda305
 def _info_gated(s:dict, sc:Sequence[float], tie:float=0.0) -> float|None:
     right, other = _gated_questions(s)
     return statistics.fmean(pair_outcome(sc[i], sc[j], tie) for i in right for j in other) if right and other else None
 
+# %% ../../nbs/31_credit.ipynb #41101414
 def _pairs_accuracy(s:dict, sc:Sequence[float], answers:bool) -> float|None:
     pairs = [(i, j) for i, j in ordered_pairs(s) if ('reward' in s['candidates'][i]) == answers]
     return statistics.fmean(pair_outcome(sc[i], sc[j]) for i, j in pairs) if pairs else None
 
+# %% ../../nbs/31_credit.ipynb #d82489fc
 def _answer_or_ask(s:dict, sc:Sequence[float]) -> tuple[bool, float]|None:
     cs = s['candidates']
     asks = [sc[i] for i, c in enumerate(cs) if c.get('kind') == 'ask_slot' and c.get('source') == 'constructed']
@@ -193,10 +203,12 @@ def _summary(per_task:Sequence[float], seed:int) -> dict:
     m, lo, hi = bootstrap_ci(per_task, seed=seed)
     return {'mean': m, 'ci': [lo, hi], 'tasks': len(per_task)}
 
+# %% ../../nbs/31_credit.ipynb #15da102b
 def _spearman(x:Sequence[float], y:Sequence[float]) -> float|None:
     if len(set(x)) < 2 or len(set(y)) < 2: return None  # a constant has no ranking
     return float(pd.Series(list(x)).rank().corr(pd.Series(list(y)).rank()))  # Pearson of average ranks (no scipy needed)
 
+# %% ../../nbs/31_credit.ipynb #931e3a17
 def credit_metrics(states:Sequence[dict], scores:Sequence[Sequence[float]], # `score_states` of one scorer
                    values:Sequence[Sequence[float]]|None=None, # `continuation_values`, for the Monte-Carlo metrics
                    seed:int=0) -> dict:
@@ -280,6 +292,7 @@ def reference_shifts(states:Sequence[dict], scores:Sequence[Sequence[float]], # 
                     'shift': statistics.fmean(shift[i] for i in right) - statistics.fmean(shift[j] for j in other)})
     return out
 
+# %% ../../nbs/31_credit.ipynb #cc7fe17e
 def reference_shift_metrics(states:Sequence[dict], scores:Sequence[Sequence[float]], seed:int=0) -> dict:
     "Reference-centered accuracy and shift: means over states with 95% intervals over tasks, states whose right question moved up most, per-task values."
     per = reference_shifts(states, scores)
@@ -310,6 +323,7 @@ class ClarifyCreditConfig(Config):
         return (generate_tasks(self.n_train, seed=self.data_seed, families=fams, heldout=self.heldout),
                 generate_tasks(self.n_test, seed=self.data_seed, split='test', families=fams, heldout=self.heldout))
 
+# %% ../../nbs/31_credit.ipynb #27341018
 class LazyBackend(GenerationBackend):
     "A generation backend built on its first request: a run that finds every product already made never loads the model."
     def __init__(self, make:Callable, name:str): self.make, self.name, self.backend = make, name, None
@@ -317,6 +331,7 @@ class LazyBackend(GenerationBackend):
         if self.backend is None: self.backend = self.make()
         return self.backend.complete(conversations, params)
 
+# %% ../../nbs/31_credit.ipynb #84198331
 def clarify_answerer(config:ClarifyCreditConfig):
     "The model that writes answers (loaded when first asked), the same from a brief (`briefed:<model>`), or the scripted knowledge."
     if config.agent == 'scripted': return ScriptedClarifier(p_ask=0.0)
@@ -327,8 +342,10 @@ def clarify_answerer(config:ClarifyCreditConfig):
     backend = LazyBackend(lambda: TransformersBackend(model, batch_size=config.batch_size), model)
     return BriefedAnswerer(backend) if briefed else backend
 
+# %% ../../nbs/31_credit.ipynb #da43cb88
 def _who(config:ClarifyCreditConfig) -> dict: return {'agent': config.agent, 'env': 'clarify', 'families': config.families}
 
+# %% ../../nbs/31_credit.ipynb #70422fa3
 def clarify_offline(config:ClarifyCreditConfig,
                     answerer=None, # the agent that writes the answers (None: `clarify_answerer(config)`; pass one to share it with `clarify_heldout`)
                     runs_dir=None, progress:bool=True) -> tuple[list, Path]:
@@ -340,6 +357,7 @@ def clarify_offline(config:ClarifyCreditConfig,
     return shared_rollouts(train, env_factory('clarify'), behaviour, rollout,
                            {**_who(config), 'behaviour': f'scripted-clarifier p_ask={config.p_ask}'}, runs_dir, progress)
 
+# %% ../../nbs/31_credit.ipynb #49a4ceff
 def clarify_heldout(config:ClarifyCreditConfig, answerer=None, runs_dir=None, progress:bool=True) -> tuple[list, list, dict]:
     "Held-out first-turn states and their Monte-Carlo values (shared; the continuations resume); returns (states, values, folders)."
     _, test = config.tasks()
@@ -352,6 +370,7 @@ def clarify_heldout(config:ClarifyCreditConfig, answerer=None, runs_dir=None, pr
                                      config.batch_size, progress)
     return states, values, {'states': f_states, 'values': f_values}
 
+# %% ../../nbs/31_credit.ipynb #58f99d54
 def clarify_credit_data(config:ClarifyCreditConfig, runs_dir=None, progress:bool=True) -> dict:
     "`clarify_offline` and `clarify_heldout` with one loaded agent: tasks, offline episodes, states, values, label agreement, folders."
     answerer = clarify_answerer(config)
@@ -384,6 +403,7 @@ class AskArmConfig(Config):
         "() -> an environment of the protocol: two agent turns, one slot a question, the price, the listed questions."
         return env_factory('clarify', max_turns=2, one_slot=True, question_cost=self.question_cost, prompt='menu')
 
+# %% ../../nbs/31_credit.ipynb #268e5a31
 def ask_offline(config:AskArmConfig, runs_dir=None, progress:bool=True) -> tuple[list, Path]:
     "The scripted behaviour policy's episodes on the training tasks (shared, resumable); returns (records, folder)."
     train, _ = config.tasks()
@@ -402,11 +422,13 @@ def policy_view(record:dict) -> dict:
     if ANSWER_MARK in mine['content']: mine['content'] = ANSWER_MARK
     return {**record, 'dialogue_history': [*hist[:first], mine]}
 
+# %% ../../nbs/31_credit.ipynb #850a24fc
 def ask_actions(task) -> list[str]:
     "Every first move of the protocol: each of the family's questions, then the hand-over."
     family, _ = task_spec(task)
     return [s.question for s in family.slots] + [ANSWER_MARK]
 
+# %% ../../nbs/31_credit.ipynb #4f23eddb
 def ask_states(records:Sequence[dict], # offline episodes (`ask_offline`)
                make_env:Callable, # `AskArmConfig.make_env()`
               ) -> list[dict]:
@@ -432,6 +454,7 @@ def ask_move(record:dict) -> dict:
     return {'kind': kind, 'cued': meta.get('cue') is not None, 'asked_cue': kind == 'ask_one' and slots == [meta.get('cue')],
             'asked_off': kind == 'ask_one' and slots[0] in meta['non_default']}
 
+# %% ../../nbs/31_credit.ipynb #ac04d310
 def ask_metrics(records:Sequence[dict], # episodes of one policy on the held-out tasks, one per task
                 seed:int=0) -> dict:
     "Reward, tests passed and success with 95% intervals over tasks, how first moves split, and how the policy asked."
@@ -446,6 +469,7 @@ def ask_metrics(records:Sequence[dict], # episodes of one policy on the held-out
     out['reward_cued'] = _summary([float(r['reward']) for r, _ in cued], seed)
     return out
 
+# %% ../../nbs/31_credit.ipynb #a4de4e68
 def ask_evaluate(policy:GenerationBackend, # the policy (a model's backend, `CueRule`, a `ScriptedClarifier`, ...)
                  config:AskArmConfig, out_path=None, # JSONL of the episodes (resumed)
                  max_new_tokens:int=48, # the policy's budget for its message

@@ -42,6 +42,7 @@ class CriticDataConfig(Config):
     def __post_init__(self):
         if self.task not in KINDS: raise ValueError(f"task must be one of {KINDS} (ColBench's), got {self.task!r}")
 
+# %% ../../nbs/35_critic_run.ipynb #c6fedce0
 def scripted_tasks(cfg:CriticDataConfig) -> list:
     "The tasks of scripted data: the bundled sample (frontend: with the 40 short extra pages, shortest first), the first `n_tasks`."
     tasks = sample_tasks(cfg.task)
@@ -97,6 +98,7 @@ class PairSplit:
     test_tasks:set # of each held-out task (some may have no pair)
     n_dropped:int # trajectories over the token bound
 
+# %% ../../nbs/35_critic_run.ipynb #0b894073
 def split_pairs(cfg:HeldOutConfig, task:str, trajectories:list,
                 measure:Callable|None=None, # trajectories -> critic input lengths in tokens (`Critic.input_lengths`); None: no bound
                 out_dir=None, # where `length_report.json` is written
@@ -121,10 +123,12 @@ def untrained_outcomes(critic, # a freshly built critic (its adapter or head at 
         if probe != [0.5]: raise AssertionError(f"the untrained critic should tie every pair (its adapter or head starts at zero), got {probe}")
     return [0.5] * len(pairs)
 
+# %% ../../nbs/35_critic_run.ipynb #eb551dac
 def answer_closeness(record:dict) -> float:
     "How close the final answer is to the task's reference, as text (difflib's ratio, 0 to 1)."
     return difflib.SequenceMatcher(None, str(record.get('answer') or ''), str(record['task'].get('ground_truth') or '')).ratio()
 
+# %% ../../nbs/35_critic_run.ipynb #79e42f4d
 def string_match_outcomes(pairs:list) -> list[float]:
     "1, 0.5 or 0 per pair by `answer_closeness`: a baseline that learns nothing and reads what the critic reads."
     out = []
@@ -133,6 +137,7 @@ def string_match_outcomes(pairs:list) -> list[float]:
         out.append(1.0 if a > b else 0.5 if a == b else 0.0)
     return out
 
+# %% ../../nbs/35_critic_run.ipynb #ed589d1b
 def heldout_accuracy(outcomes:list, pairs:list, seed:int=0) -> dict:
     "Mean outcome with a 95% bootstrap interval over pairs, and over tasks (each task's mean); NaN when there are no pairs."
     ci = lambda v: list(bootstrap_ci(v, seed=seed)) if v else [float('nan')] * 3
@@ -166,6 +171,7 @@ def heldout_rows(split:PairSplit, scores:dict, outcomes:dict, total:Callable) ->
                      **{name: o[i] for name, o in outcomes.items()}})
     return rows
 
+# %% ../../nbs/35_critic_run.ipynb #e705eb6f
 def critic_metrics(run:CriticRun, trajectories:list, split:PairSplit, steps:list, acc:dict, seconds:dict, run_dir) -> dict:
     "The run's `metrics.json` contents: sizes, training, each scorer's held-out accuracy with its intervals, timings."
     a, u, s = acc['trained'], acc['untrained'], acc['string_match']

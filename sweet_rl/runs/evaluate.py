@@ -59,6 +59,7 @@ def dialogue_outcomes(record:dict) -> dict:
     return {'agent_turns': float(len(agent)), 'answered_at_once': float(len(agent) == 1),
             'marked_answer': float(any(ANSWER_MARK in str(m.get('content', '')) for m in agent))}
 
+# %% ../../nbs/30_evaluate.ipynb #ce71e726
 def outcome_kind(record:dict) -> str:
     "'backend' (tests passed), 'choice' (a return: Reflect-RL's environments), 'search' (MT-GRPO's search task: raw reward scores), 'frontend' (similarity) or 'reward' (any other)."
     if 'tests_passed' in record: return 'backend'
@@ -66,6 +67,7 @@ def outcome_kind(record:dict) -> str:
     if isinstance(record.get('rewards'), dict): return 'search'
     return 'frontend' if 'similarity' in record else 'reward'
 
+# %% ../../nbs/30_evaluate.ipynb #1dd06ee4
 def task_outcomes(records:Sequence[dict], # episode records of one label (our rollouts, with scores)
                  ) -> pd.DataFrame:
     "One row per task (`task_id`, `n_samples`, and the mean of each outcome over the task's samples)."
@@ -84,6 +86,7 @@ def task_outcomes(records:Sequence[dict], # episode records of one label (our ro
            for t, v in rows.items()]
     return pd.DataFrame(out).sort_values('task_id', ignore_index=True)
 
+# %% ../../nbs/30_evaluate.ipynb #098da304
 def bootstrap_ci(values:Sequence[float], # one value per task
                  n_boot:int=2000, # bootstrap resamples
                  level:float=0.95, # coverage of the interval
@@ -107,6 +110,7 @@ def win_rate_ci(mine:pd.DataFrame, theirs:pd.DataFrame, # `task_outcomes` of the
             for a, b in zip(both[f'{metric}_a'], both[f'{metric}_b'])]
     return (*bootstrap_ci(wins, n_boot, seed=seed), len(wins))
 
+# %% ../../nbs/30_evaluate.ipynb #06822b20
 def paired_difference_ci(mine:pd.DataFrame, theirs:pd.DataFrame, # `task_outcomes` of the two methods
                          metric:str='tests_passed', n_boot:int=2000, seed:int=0) -> tuple[float, float, float, int]:
     "`(mean, low, high, n_tasks)` of `mine - theirs` on `metric`, task by task over the tasks both have."
@@ -119,6 +123,7 @@ def _candidate_text(c) -> str:
     "A candidate's text: a string, or an assistant message (dict with `content`)."
     return c if isinstance(c, str) else c['content']
 
+# %% ../../nbs/30_evaluate.ipynb #3316513d
 def candidate_rewards(records:Sequence[dict], # from `sweet_rl.methods.actor.sample_candidates`, backend tasks
                       out_path=None, # JSONL to append to and resume from (one line per record)
                       timeout:float=1.0, # seconds per test, as the evaluator
@@ -143,14 +148,17 @@ def candidate_rewards(records:Sequence[dict], # from `sweet_rl.methods.actor.sam
             if store is not None: store.append({'id': r['id'], 'rewards': done[r['id']]})
     return [done[r['id']] for r in records]
 
+# %% ../../nbs/30_evaluate.ipynb #cf7671ce
 def _order(a:float, b:float) -> float: return 1.0 if a > b else 0.5 if a == b else 0.0
 
+# %% ../../nbs/30_evaluate.ipynb #533cfbc1
 def _state_shares(per_state:list, n_boot:int, seed:int, prefix:str) -> dict:
     "Pairs, states and the mean over states of each state's share (with its bootstrap interval over states)."
     kept = [v for v in per_state if v]
     mean, lo, hi = bootstrap_ci([statistics.fmean(v) for v in kept], n_boot, seed=seed) if kept else (None, None, None)
     return {f'{prefix}_pairs': sum(map(len, kept)), f'{prefix}_states': len(kept), prefix: mean, f'{prefix}_lo': lo, f'{prefix}_hi': hi}
 
+# %% ../../nbs/30_evaluate.ipynb #1822f0ed
 def ranking_check(records:Sequence[dict], # from `sample_candidates`
                   scores:Sequence[Sequence[float]], # one score per candidate (`score_turns`)
                   rewards:Sequence[Sequence], # `candidate_rewards`: tests passed by answers, None for the other messages
@@ -216,6 +224,7 @@ def _score_stores(runs_dir):
             scored[r['record']] = r['scores']
         yield params_path.parent, store, json.loads(critic_params.read_text()), scored
 
+# %% ../../nbs/30_evaluate.ipynb #197fd7b2
 def critic_choices(runs_dir, # a runs folder or the archive (`results/runs`): its `shared/scores` and `shared/critic`
                   ) -> pd.DataFrame:
     "One row per scores store: the critic's settings, its `states`, and `same_best`, where it ranks first what the reference critic does."
@@ -265,6 +274,7 @@ def _rank_corr(a:Sequence, b:Sequence) -> float:
     "Rank (Spearman) correlation of two score lists; NaN when either is constant."
     return float(pd.Series(a, dtype=float).rank().corr(pd.Series(b, dtype=float).rank()))
 
+# %% ../../nbs/30_evaluate.ipynb #a5a3559c
 def first_turn_scores(run_dirs:Sequence) -> dict:
     "`{(scorer, n): {task id: scores}}`: each Best-of-N run's scores at the first turn of each task (its `<scorer>-n<N>.jsonl`)."
     out, where, sampling = {}, {}, {}
@@ -285,6 +295,7 @@ def first_turn_scores(run_dirs:Sequence) -> dict:
                 got[stable_id(r['task'])] = first['scores']
     return out
 
+# %% ../../nbs/30_evaluate.ipynb #fb80451b
 def first_turn_agreement(run_dirs:Sequence, # Best-of-N run folders that share one candidate pool (e.g. Figure 3a's, one per scorer)
                          reference:str='sweet', # the scorer the others are compared with
                         ) -> pd.DataFrame:
@@ -323,11 +334,13 @@ def load_run(run_dir) -> dict:
         except json.JSONDecodeError as e: raise ValueError(f"{f}:{e.lineno}: malformed JSON ({e.msg})") from None
     return out
 
+# %% ../../nbs/30_evaluate.ipynb #56ef9f8b
 def _episodes(run:dict) -> dict:
     eps = run['metrics'].get('episodes') or {}
     if not isinstance(eps, dict): raise ValueError(f"{run['dir']}/metrics.json: field 'episodes' must map labels to file names")
     return {label: Path(run['dir']) / f for label, f in eps.items()}
 
+# %% ../../nbs/30_evaluate.ipynb #fb2a02cf
 def task_rows(run_dir) -> pd.DataFrame:
     "Per-task outcomes of every episode label of a run: columns `run`, `label`, `task_id`, `n_samples` and the outcomes."
     run = load_run(run_dir)
@@ -337,6 +350,7 @@ def task_rows(run_dir) -> pd.DataFrame:
 
 SITTINGS = 'sittings.jsonl'  # one line per execution of a run's notebook (see `note_sitting`)
 
+# %% ../../nbs/30_evaluate.ipynb #9b2fd51f
 def execution_record(executed) -> dict|None:
     "`{started, seconds, completed}` of an executed notebook from papermill's metadata, or None when papermill did not run it."
     from datetime import datetime, timezone
@@ -351,6 +365,7 @@ def execution_record(executed) -> dict|None:
     end = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
     return {'started': started, 'seconds': max(0.0, (end - t0).total_seconds()), 'completed': False}
 
+# %% ../../nbs/30_evaluate.ipynb #9c27c09e
 def note_sitting(run_dir, executed) -> dict|None:
     "Record the execution in the notebook file `executed` in `run_dir/sittings.jsonl` (once per start time); return the new record."
     run_dir, executed = Path(run_dir), Path(executed)
@@ -366,6 +381,7 @@ def note_sitting(run_dir, executed) -> dict|None:
     with f.open('a') as fh: fh.write(json.dumps(rec) + '\n')
     return rec
 
+# %% ../../nbs/30_evaluate.ipynb #69c47688
 def run_wall_time(run_dir, notebook:str) -> tuple[float|None, bool]:
     "Seconds of wall time spent on a run over all its sittings, and whether every sitting is counted."
     run_dir = Path(run_dir)
@@ -376,6 +392,7 @@ def run_wall_time(run_dir, notebook:str) -> tuple[float|None, bool]:
     if not recs: return None, True
     return float(sum(r['seconds'] for r in recs)), not any(r.get('earlier_unrecorded') for r in recs)
 
+# %% ../../nbs/30_evaluate.ipynb #b3ac83e8
 def run_rows(run_dir, n_boot:int=2000, seed:int=0) -> list[dict]:
     "Table rows of a run: parameters, code version, and per episode label the outcomes' means and bootstrap intervals."
     run = load_run(run_dir)
@@ -424,11 +441,13 @@ def select_runs(table:pd.DataFrame, notebook:str, label:str|None=None, one:bool=
         raise ValueError(f"expected one {notebook} row with label={label!r}, {params}; found {len(rows)} (run the study, or tell seeds apart)")
     return rows
 
+# %% ../../nbs/30_evaluate.ipynb #59c2a1d4
 def pending_runs(results_dir, study:str) -> pd.DataFrame:
     "The runs of `study` that had not finished when it was collected (`collect_study(partial=True)`); empty when none."
     path = Path(results_dir) / f'{study}_pending.csv'
     return pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=['run', 'notebook'])
 
+# %% ../../nbs/30_evaluate.ipynb #9d738a3a
 def pending_seeds(pending:pd.DataFrame, # `pending_runs` of a study
                   notebook:str, **params) -> list[int]:
     "The seeds of the pending runs of `notebook` with these parameter values (0 for a run without a seed parameter)."
@@ -437,16 +456,19 @@ def pending_seeds(pending:pd.DataFrame, # `pending_runs` of a study
     for k, v in params.items(): rows = rows[rows[f'param.{k}'].astype(str) == str(v)]
     return sorted(int(s) for s in (rows['param.seed'] if 'param.seed' in rows else pd.Series(0, index=rows.index)).fillna(0))
 
+# %% ../../nbs/30_evaluate.ipynb #5959a6b1
 def has_run(table:pd.DataFrame, notebook:str, **params) -> bool:
     "Whether `table` (results or a pending list) holds a run of `notebook` with these parameter values; a parameter it lacks matches nothing."
     return all(f'param.{k}' in table for k in params) and len(select_runs(table, notebook, one=False, **params)) > 0
 
+# %% ../../nbs/30_evaluate.ipynb #f81d55d8
 def fmt_ci(mean, lo=None, hi=None, decimals:int=1, scale:float=1.0) -> str:
     "`12.3 [8.1, 15.0]` (or `12.3` without an interval); '—' for a missing value."
     if mean is None or (isinstance(mean, float) and math.isnan(mean)): return '—'
     s = f'{scale * mean:.{decimals}f}'
     return s if lo is None or hi is None else f'{s} [{scale * lo:.{decimals}f}, {scale * hi:.{decimals}f}]'
 
+# %% ../../nbs/30_evaluate.ipynb #c84c26ed
 def compare_ci(a, b, # rows (dicts, Series) with `{metric}_lo` and `{metric}_hi`
                metric:str='success_pct'):
     "How `a` stands against `b` on `metric` by their 95% intervals: 'above', 'below' or 'not separable from'."
@@ -454,6 +476,7 @@ def compare_ci(a, b, # rows (dicts, Series) with `{metric}_lo` and `{metric}_hi`
     if a[f'{metric}_hi'] < b[f'{metric}_lo']: return 'below'
     return 'not separable from'
 
+# %% ../../nbs/30_evaluate.ipynb #0fb7d56c
 def paired_verdict(mine:pd.DataFrame, theirs:pd.DataFrame, # `task_outcomes` of two methods on the same tasks
                    metric:str='tests_passed', scale:float=100.0, # 100: a percentage outcome, in points
                    n_boot:int=2000, seed:int=0) -> tuple[str, str]:
@@ -463,21 +486,25 @@ def paired_verdict(mine:pd.DataFrame, theirs:pd.DataFrame, # `task_outcomes` of 
     word = 'above' if lo > 0 else 'below' if hi < 0 else 'not separable from'
     return word, f"{d:+.1f} [{lo:.1f}, {hi:.1f}]{' points' if scale == 100 else ''} over {n} tasks"
 
+# %% ../../nbs/30_evaluate.ipynb #28428865
 def row_value(row, key:str, default=None):
     "`row[key]` of a results row (dict or Series); `default` when the row lacks it or holds NaN (results from before the key)."
     v = row.get(key) if hasattr(row, 'get') else None
     return default if v is None or (isinstance(v, float) and math.isnan(v)) else v
 
+# %% ../../nbs/30_evaluate.ipynb #0d20bb24
 def row_ci(row, metric:str, decimals:int=1, scale:float=1.0) -> str:
     "`fmt_ci` of `metric` of a results row (`metric`, `metric_lo`, `metric_hi`); '—' where the row or the metric is missing."
     if row is None or row_value(row, metric) is None: return '—'
     return fmt_ci(row[metric], row_value(row, f'{metric}_lo'), row_value(row, f'{metric}_hi'), decimals, scale)
 
+# %% ../../nbs/30_evaluate.ipynb #c516b6be
 def row_tasks(tasks:pd.DataFrame, # a study's per-task outcomes (`<study>_tasks.csv`)
               row) -> pd.DataFrame:
     "The per-task outcomes of one results row: its run and episode label."
     return tasks[(tasks['run'] == row['run']) & (tasks['label'] == row['label'])]
 
+# %% ../../nbs/30_evaluate.ipynb #102cbc0c
 def describe_training(row) -> str:
     "One sentence on what a `train_actor` run row learned from: its offline data, pair rule and optimizer steps."
     n, steps = int(row_value(row, 'metric.n_offline_trajectories') or 0), int(row_value(row, 'param.max_steps') or 0)
@@ -490,6 +517,7 @@ def describe_training(row) -> str:
             + ("frontend rule, rewards at least 0.1 apart" if rule == 'frontend' else "backend rule, the best episode must succeed")
             + f"), {steps} optimizer steps")
 
+# %% ../../nbs/30_evaluate.ipynb #aa9e8272
 def provenance(table:pd.DataFrame, pending:pd.DataFrame|None=None) -> str:
     "Where the numbers come from: scale, code version, number of runs (and of runs still `pending`), and the command that made them."
     commits = sorted({f"{str(c)[:10]}{' (uncommitted changes)' if d else ''}" for c, d in zip(table['commit'], table['dirty'])})
@@ -516,6 +544,7 @@ def new_figure(figsize=(5.0, 3.5), **subplots):
     import matplotlib.pyplot as plt
     with plt.rc_context(FIGURE_STYLE): return plt.subplots(figsize=figsize, **subplots)
 
+# %% ../../nbs/30_evaluate.ipynb #919bca8a
 def save_figure(fig, stem, # `path/name` without extension
                 data:pd.DataFrame, # what the figure plots (saved as `stem.csv`)
                 formats:Sequence[str]=('png', 'svg', 'pdf')) -> list[Path]:

@@ -44,6 +44,7 @@ def grad_accum_for(target:int, # the global batch wanted (paper: 8)
         raise ValueError(f"global batch {target!r} is not a multiple of micro-batch {batch_size} × {processes} processes = {per_pass}")
     return target // per_pass
 
+# %% ../../nbs/32_launch.ipynb #40536575
 def batch_arithmetic(config, # a `CriticConfig` or `ActorConfig` (fields `batch_size`, `grad_accum`)
                      processes:int) -> str:
     "One line stating the global batch `config` trains with on `processes` processes."
@@ -82,6 +83,7 @@ class ProcessInfo:
     @property
     def is_main(self) -> bool: return self.rank == 0
 
+# %% ../../nbs/32_launch.ipynb #c63dfa3f
 def process_info(env=None, # environment to read (default `os.environ`)
                 ) -> ProcessInfo:
     "This process's rank, local rank and world size, as the launcher set them (one process when unset)."
@@ -174,6 +176,7 @@ def load_config(cls, path):
 def _say(info:ProcessInfo, message:str):
     if info.is_main: print(f"[sweet_rl.runs.launch] {message}", flush=True)
 
+# %% ../../nbs/32_launch.ipynb #eb6cbe1d
 def _metrics(out:Path, **extra) -> dict:
     "Summary of a finished run from its `train_log.jsonl`."
     log = [r for _, r in read_jsonl(out / 'train_log.jsonl')]
@@ -199,6 +202,7 @@ def unmet_requirements(accelerate:dict, # from `check_accelerate_config` or `acc
                    "needs sharded loading (ZeRO-3's zero.Init before the weights are read), which sweet_rl does not do, or GPUs that hold it whole")
     return out
 
+# %% ../../nbs/32_launch.ipynb #0c80c687
 def accelerate_from_env(env=None, # environment to read (default `os.environ`): what `accelerate launch` set
                        ) -> dict:
     "The summary `check_accelerate_config` gives of a config file, read from a launched process's environment."
@@ -212,6 +216,7 @@ def accelerate_from_env(env=None, # environment to read (default `os.environ`): 
         if env.get('ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE', 'none') not in ('none', ''): out['offload_optimizer'] = env['ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE']
     return out
 
+# %% ../../nbs/32_launch.ipynb #200577be
 def check_requirements(what:str, # 'critic' or 'actor'
                        config, # its `CriticConfig` / `ActorConfig`
                        device:str, # where this process trains (`process_device`)
@@ -258,6 +263,7 @@ def run_stage(args:argparse.Namespace, # from `parse_args`
     _say(info, f"saved {result}")
     return result
 
+# %% ../../nbs/32_launch.ipynb #1ca79b73
 def run_online(args:argparse.Namespace, # from `parse_args`, stage 'mtgrpo'
               ) -> Path:
     "Train a policy with online (multi-turn) GRPO in this process, as one of `WORLD_SIZE` processes; the folder of the saved policy."
@@ -282,6 +288,7 @@ def run_online(args:argparse.Namespace, # from `parse_args`, stage 'mtgrpo'
     _say(info, f"saved {out / 'policy'}" if (out / 'policy').is_dir() else f"stopped; resume from {out / 'checkpoints'}")
     return out / 'policy'
 
+# %% ../../nbs/32_launch.ipynb #532d48f9
 def run_reflect(args:argparse.Namespace, # from `parse_args`, stage 'reflect'
                ) -> Path:
     "Train a policy with Reflect-RL in this process (one process: its models are small and its online RL is sequential); the run folder."
@@ -298,6 +305,7 @@ def run_reflect(args:argparse.Namespace, # from `parse_args`, stage 'reflect'
                else f"saved {out} (metrics.json)")
     return out
 
+# %% ../../nbs/32_launch.ipynb #1528d5ec
 def end_processes():
     "Wait for every process of a launch, then close its process group: a rank that exits with the group open can abort at shutdown."
     import torch.distributed as dist
@@ -305,6 +313,7 @@ def end_processes():
         dist.barrier()  # rank 0 may still be writing the results
         dist.destroy_process_group()
 
+# %% ../../nbs/32_launch.ipynb #4e7ea014
 def main(argv:Sequence[str]|None=None) -> Path|dict:
     "Entry point of `python -m sweet_rl.runs.launch` (and of `accelerate launch ... -m sweet_rl.runs.launch`)."
     args = parse_args(argv)
@@ -342,6 +351,7 @@ def _accelerate_file(path) -> Path:
     if not path.is_file(): raise FileNotFoundError(f"{path}: no such accelerate config")
     return path
 
+# %% ../../nbs/32_launch.ipynb #3b4cdbaa
 def check_accelerate_config(config_file) -> dict:
     "Load an accelerate config as `accelerate launch` would, build its DeepSpeed or FSDP plugin, and summarise it."
     from accelerate.commands.config.config_args import load_config_from_file
@@ -409,6 +419,7 @@ def training_layout(what:str, # 'critic' or 'actor'
             'projection': projection, 'sequences': sequences, 'seq_len': config.max_length or seq_len,
             'checkpointing': bool(config.gradient_checkpointing), 'offload_optimizer': bool(accelerate.get('offload_optimizer'))}
 
+# %% ../../nbs/32_launch.ipynb #7cb948c0
 def memory_terms(facts:dict, # from `model_facts`
                  layout:dict, # from `training_layout`
                  chunk_size:int=256, # positions `policy_logprobs` / `token_logprobs` project at a time
@@ -427,13 +438,13 @@ def memory_terms(facts:dict, # from `model_facts`
             'reference': ref, 'activations': act, 'logits': positions * facts['vocab'] * LOGIT_BYTES,
             'loading': P * wb * (2 if layout['reference'] in ('copy', 'sharded') else 1)}  # `zero3_init_flag: false`: whole on each GPU first
 
+# %% ../../nbs/32_launch.ipynb #079d3b50
 def estimate_memory(facts:dict, layout:dict) -> dict:
     "GiB one GPU needs: each term of `memory_terms`, their `total` while training, and `loading` (the whole model, before sharding)."
     parts, GB = memory_terms(facts, layout), 2 ** 30
     out = {k: round(v / GB, 2) for k, v in parts.items()}
     out['total'] = round(sum(v for k, v in parts.items() if k != 'loading') / GB, 2)
     return out
-
 
 # %% ../../nbs/32_launch.ipynb #f1f91aea
 def launch_plan(what:str, # 'critic' or 'actor'

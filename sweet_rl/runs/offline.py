@@ -80,6 +80,7 @@ class OfflineData:
     eval_tasks:list # held-out tasks, never in the trajectories
     data_dir:Path|None=None # rollouts: the shared folder of the agent's episodes
 
+# %% ../../nbs/34_offline.ipynb #2f5452b7
 def offline_data(cfg:OfflineDataConfig, run_dir, # the run folder (scripted data is written there)
                  say:Callable=print) -> OfflineData:
     "The held-out split and the offline trajectories: scripted, the agent's own rollouts, or a file (held-out tasks removed)."
@@ -150,6 +151,7 @@ def _sweet_critic(run:OfflineRun, data:OfflineData, records:list, cand_path:Path
                               progress=False)
     return critic, critic.saved_path, scores_path, tag
 
+# %% ../../nbs/34_offline.ipynb #0c1e0060
 def baseline_examples(run:OfflineRun, data:OfflineData, say:Callable=print) -> Examples:
     "RFT's successful conversations or Multi-Turn DPO's trajectory pairs."
     m = run.method
@@ -161,6 +163,7 @@ def baseline_examples(run:OfflineRun, data:OfflineData, say:Callable=print) -> E
         say(f"{len(rows)} trajectory pairs")
     return Examples(rows)
 
+# %% ../../nbs/34_offline.ipynb #da3fa712
 def sweet_candidates(run:OfflineRun, data:OfflineData, run_dir,
                      actor:Actor|None=None, # the policy built in this process (None: decode from `run.actor.model`)
                     ) -> tuple[list, Path]:
@@ -171,6 +174,7 @@ def sweet_candidates(run:OfflineRun, data:OfflineData, run_dir,
         records = sample_candidates(policy, turns, run.candidates, home / 'candidates.jsonl', tag=f"{run.actor.model}|round0")
     return records, home / 'candidates.jsonl'
 
+# %% ../../nbs/34_offline.ipynb #e51569a0
 def sweet_examples(run:OfflineRun, data:OfflineData, records:list, candidates_path:Path, run_dir, say:Callable=print) -> Examples:
     "SWEET-RL's per-turn DPO pairs: the critic scores every candidate, the best and worst of a state make a pair."
     critic, critic_path, scores_path, tag = _sweet_critic(run, data, records, Path(candidates_path), Path(run_dir), say)
@@ -188,6 +192,7 @@ def critic_ranking(run:OfflineRun, examples:Examples, run_dir) -> dict:
     atomic_write_text(Path(run_dir) / 'critic_check.json', json.dumps(check, indent=2, sort_keys=True) + '\n')  # before the long training
     return check
 
+# %% ../../nbs/34_offline.ipynb #b5fbf6b8
 def describe_ranking(c:dict, # from `critic_ranking`
                      n_candidates:int) -> list[str]: # candidates scored
     "The ranking check in a few lines of words."
@@ -224,6 +229,7 @@ def train_policy(run:OfflineRun, examples:Examples, run_dir, actor:Actor|None=No
     actor = train_actor(run.actor, examples.rows, run_dir, max_steps=m.max_steps, actor=actor)
     return actor, run_dir / 'actor', run_dir
 
+# %% ../../nbs/34_offline.ipynb #0a5eec92
 def evaluate_policy(run:OfflineRun, data:OfflineData, actor:Actor|None, actor_dir, run_dir) -> dict:
     "`{'trained': episodes}` on the held-out tasks, and `'zero_shot'` (the policy before training) when asked."
     d, e, run_dir = run.data, run.evaluation, Path(run_dir)
@@ -270,6 +276,7 @@ def read_train_log(train_dir) -> list[dict]:
     log = [json.loads(l) for l in (Path(train_dir) / 'train_log.jsonl').read_text().splitlines()]
     return [r for r in log if 'loss' in r and 'step' in r]
 
+# %% ../../nbs/34_offline.ipynb #ceb50509
 def offline_metrics(run:OfflineRun, data:OfflineData, examples:Examples, results:dict, steps:list, critic_check:dict,
                     train_dir, run_dir) -> dict:
     "The run's `metrics.json` contents: sizes, training, each evaluated policy's episode metrics, the critic and its check."
@@ -285,6 +292,7 @@ def offline_metrics(run:OfflineRun, data:OfflineData, examples:Examples, results
     metrics['skipped_over_max_length'] = {name: json.loads(p.read_text())['n_skipped'] for name, p in reports.items() if p.is_file()}
     return metrics
 
+# %% ../../nbs/34_offline.ipynb #b4234df8
 def run_offline(run:OfflineRun, run_dir, # the run folder (`core.start_run`)
                 say:Callable=print) -> dict:
     "Offline data -> training examples -> critic check -> actor -> evaluation; writes `metrics.json` and returns every stage's output."

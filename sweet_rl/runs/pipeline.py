@@ -57,6 +57,7 @@ def notebook_parameters(notebook) -> dict:
         out[name] = {'type': p['inferred_type_name'], 'default': default, 'help': p['help']}
     return out
 
+# %% ../../nbs/33_pipeline.ipynb #ece93d27
 def check_params(notebook, params:dict, declared:dict|None=None) -> dict:
     "The notebook's full parameter set (defaults, overridden by `params`); unknown names and wrong types are refused."
     declared = declared or notebook_parameters(notebook)
@@ -83,16 +84,19 @@ def is_finished(run_dir, full_params:dict) -> bool:
 
 LIB_DIRS = ('/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib')
 
+# %% ../../nbs/33_pipeline.ipynb #33ee25b8
 def system_library(name:str, dirs=LIB_DIRS) -> str|None:
     "Path of a shared library installed by the system's package manager (e.g. 'libtcmalloc_minimal.so.4'), or None."
     return next((str(Path(d) / name) for d in dirs if (Path(d) / name).is_file()), None)
 
+# %% ../../nbs/33_pipeline.ipynb #0e3ada76
 def kernel_allocator() -> str|None:
     "The allocator notebook kernels preload: tcmalloc where installed (CPU training steps take 0.75x the time), unless `SWEET_RL_ALLOCATOR=system`."
     choice = os.environ.get('SWEET_RL_ALLOCATOR', 'tcmalloc')
     if choice not in ('tcmalloc', 'system'): raise ValueError(f"SWEET_RL_ALLOCATOR must be 'tcmalloc' or 'system', got {choice!r}")
     return system_library('libtcmalloc_minimal.so.4') if choice == 'tcmalloc' and sys.platform == 'linux' else None
 
+# %% ../../nbs/33_pipeline.ipynb #55328708
 @contextmanager
 def preloaded(lib:str|None):
     "While the block runs, `LD_PRELOAD` also names `lib` (when given): processes started inside, such as a notebook's kernel, load it."
@@ -103,6 +107,7 @@ def preloaded(lib:str|None):
         if old is None: os.environ.pop('LD_PRELOAD', None)
         else: os.environ['LD_PRELOAD'] = old
 
+# %% ../../nbs/33_pipeline.ipynb #1de2b5ea
 @contextmanager
 def shared_root(runs_dir:Path):
     "While the block runs, `SWEET_RL_RUNS` is `runs_dir`: a notebook's kernel puts its shared stores (`core.artifact_dir`) beside its run folders."
@@ -113,6 +118,7 @@ def shared_root(runs_dir:Path):
         if old is None: os.environ.pop('SWEET_RL_RUNS', None)
         else: os.environ['SWEET_RL_RUNS'] = old
 
+# %% ../../nbs/33_pipeline.ipynb #ea26085d
 @contextmanager
 def heartbeat(path, every:float=60.0):
     "While the block runs, set `path`'s modification time to now every `every` seconds (once it exists)."
@@ -128,6 +134,7 @@ def heartbeat(path, every:float=60.0):
 
 RUNNING = '.running'  # a run folder's lock file, held by the process executing it (`core.file_lock`)
 
+# %% ../../nbs/33_pipeline.ipynb #2afacb48
 def run_notebook(notebook, # name in `nbs/` or `nbs/paper/`, or a path
                  params:dict|None=None, # parameters to set (checked against the notebook's declaration)
                  runs_dir=None, # root of the run directories (default `runs/`)
@@ -215,7 +222,7 @@ def load_scales(path=None) -> dict:
     if bad: raise ValueError(f"{p}: unknown scale(s) {sorted(bad)}; scales are {', '.join(SCALES)}")
     return {s: (d or {}).get(s) or {} for s in SCALES}
 
-
+# %% ../../nbs/33_pipeline.ipynb #954db0e1
 def _check_reference(value, where:str):
     "A parameter given as a mapping must be another run's output: `{run: {notebook, params}, output}`."
     if not isinstance(value, dict): return
@@ -224,6 +231,7 @@ def _check_reference(value, where:str):
             or not isinstance(run.get('notebook'), str) or set(run) - {'notebook', 'params'} or not isinstance(run.get('params', {}), dict)):
         raise ValueError(f"{where}: a mapping value names another run's output: {{run: {{notebook: ..., params: {{...}}}}, output: <name>}}, got {value!r}")
 
+# %% ../../nbs/33_pipeline.ipynb #d790ed0a
 def run_reference(value:dict, # `{run: {notebook, params}, output}`: the run (at the same scale) and the output it records
                   preset:dict, # the scale's parameters per notebook (`load_scales()[scale]`)
                   where:str='value') -> str:
@@ -233,6 +241,7 @@ def run_reference(value:dict, # `{run: {notebook, params}, output}`: the run (at
     p = {k: expand_env(v, f"{where}: {nb} parameter {k!r}") for k, v in {**preset.get(nb, {}), **value['run'].get('params', {})}.items()}
     return f"{RUN_REF}{nb}/{run_dir_for(nb, check_params(nb, p)).name}#{value['output']}"
 
+# %% ../../nbs/33_pipeline.ipynb #61239235
 def expand_study(study:Study, scale:str='smoke', scales:dict|None=None) -> list[tuple[str, dict]]:
     "The concrete runs `(notebook, params)` of a study at a scale, in order, without duplicates; other runs' outputs as `run:` references."
     if scale not in SCALES: raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
@@ -261,10 +270,12 @@ def _local_path(v) -> str|None:
     if sep and kind in ('transformers', 'vllm'): v = rest
     return v if v.startswith(('/', './', '../', '~')) else None
 
+# %% ../../nbs/33_pipeline.ipynb #89d0600d
 def missing_paths(params:dict) -> list[str]:
     "Parameters whose value is a local path (absolute, `./`, `~`, or in a `vllm:` spec) that does not exist: `name=path` each."
     return [f'{k}={v}' for k, v in params.items() if (p := _local_path(v)) and not Path(p).expanduser().exists()]
 
+# %% ../../nbs/33_pipeline.ipynb #fd6983c4
 def run_study(study:Study|str, scale:str='smoke', runs_dir=None, force:bool=False, progress:bool=True,
               dry_run:bool=False, # only check every run's parameters and local paths
               part:tuple[int, int]|None=None, # (i, n): only runs i, i + n, i + 2n, ... (1-based i), for n workers side by side
@@ -313,6 +324,7 @@ def interim_metrics(run_dir:Path) -> dict:
         out |= {f'metric.{prefix}{k}': v for k, v in sorted(values.items()) if isinstance(v, (int, float, str, bool)) or v is None}
     return out
 
+# %% ../../nbs/33_pipeline.ipynb #fab66f89
 def collect_study(study:Study|str, scale:str='smoke', runs_dir=None,
             results_dir=None, # where to write `<study>.csv`, `<study>_tasks.csv` (and `<study>_curves.csv`) (None: write nothing)
             allow_mixed_versions:bool=False, # accept runs made by different commits (or uncommitted trees), as a study with `mixed_versions: true` does
@@ -375,6 +387,7 @@ def render_artifacts(results_dir=None, figures_dir=None, artifacts:Sequence[str]
                                    parameters={'results_dir': str(results_dir), 'figures_dir': str(figures_dir)})
     return sorted(p for p in figures_dir.iterdir() if before.get(p) != p.stat().st_mtime_ns)
 
+# %% ../../nbs/33_pipeline.ipynb #c2bc88ac
 def results_section(figures_dir=None, artifacts:Sequence[str]=ARTIFACTS, page=None) -> str:
     "The results page's generated part: each artifact's markdown from `figures_dir`, in order, its links relative to `page`."
     figures_dir = Path(figures_dir or FIGURES_DIR)
@@ -383,6 +396,7 @@ def results_section(figures_dir=None, artifacts:Sequence[str]=ARTIFACTS, page=No
     if up != '.': parts = [re.sub(r'\]\((?=(?:figures|results|benchmarks)/)', f']({up}/', t) for t in parts]
     return '\n\n'.join([RESULTS_START, *parts, RESULTS_END])
 
+# %% ../../nbs/33_pipeline.ipynb #f715700d
 def update_results_page(page=None, figures_dir=None) -> bool:
     "Replace the generated part of the results page (`docs/results.md`) with `results_section()`; return whether it changed."
     page = Path(page or RESULTS_PAGE)
@@ -408,10 +422,12 @@ def _portable(folder:Path) -> list[Path]:
     return sorted(p for p in folder.rglob('*') if p.is_file() and p.suffix not in _WEIGHTS and not p.name.endswith('.progress.json')
                   and 'checkpoints' not in p.relative_to(folder).parts and not p.name.startswith('.'))
 
+# %% ../../nbs/33_pipeline.ipynb #854ee836
 def _resumable(folder:Path) -> list[Path]:
     "What a started run resumes from: its parameters, its JSONL stores' records and its episodes in flight (`<store>.live.json`)."
     return sorted(p for p in folder.glob('*') if p.is_file() and (p.suffix == '.jsonl' or p.name == 'params.json' or p.name.endswith(LIVE_SUFFIX)))
 
+# %% ../../nbs/33_pipeline.ipynb #7b474573
 def _archivable(runs_dir:Path) -> list[tuple[Path, list[Path]]]:
     "Each run folder and shared store under `runs_dir`, and each shared critic's `params.json`, with its files to archive."
     runs = {p.parent for pattern in ('*/*/metrics.json', '*/*/params.json') for p in runs_dir.glob(pattern)
@@ -421,8 +437,10 @@ def _archivable(runs_dir:Path) -> list[tuple[Path, list[Path]]]:
     return sorted([(d, _portable(d) if (d / 'metrics.json').is_file() else _resumable(d)) for d in runs]
                   + [(d, _portable(d)) for d in shared] + critics)
 
+# %% ../../nbs/33_pipeline.ipynb #e7fdcb20
 def _packed(rel:Path) -> Path: return rel.with_name(rel.name + '.gz')
 
+# %% ../../nbs/33_pipeline.ipynb #fd58495f
 def archive_runs(runs_dir=None, archive_dir=None,
                  max_bytes:int=5_000_000, # largest file kept; a larger JSONL store is kept gzip-compressed (`<name>.jsonl.gz`) if that fits
                 ) -> list[Path]:
@@ -450,6 +468,7 @@ def archive_runs(runs_dir=None, archive_dir=None,
     if too_big: warnings.warn(f"not archived, over {max_bytes / 1e6:.0f} MB: {', '.join(too_big)}")
     return out
 
+# %% ../../nbs/33_pipeline.ipynb #366cc605
 def restore_runs(runs_dir=None, archive_dir=None) -> list[Path]:
     "Copy archived run outputs back into `runs/` where a file is missing or shorter (a store that grew in the archive); `.jsonl.gz` unpacked."
     import gzip, shutil
@@ -479,6 +498,7 @@ def _cell_reached(run:Path) -> str:
             return f"cell {reached[-1] + 1}/{len(cells)} (saved {saved})"
     return ''
 
+# %% ../../nbs/33_pipeline.ipynb #b4d7c917
 def _progress(run:Path) -> str:
     "How far a started run got: the notebook cell it reached, its training step or episodes (and time left at their pace), last checkpoint and the records of its JSONL files."
     ckpts = sorted((int(p.name.split('-')[-1]) for p in run.glob('**/checkpoint-*') if p.name.split('-')[-1].isdigit()), reverse=True)
@@ -494,6 +514,7 @@ def _progress(run:Path) -> str:
     parts = [_cell_reached(run)] + steps + ([f"checkpoint {ckpts[0]}"] if ckpts else []) + [f"{name}: {n}" for name, n in recs.items()]
     return ', '.join(p for p in parts if p)
 
+# %% ../../nbs/33_pipeline.ipynb #dce81bbe
 def study_status(study:Study|str, scale:str='smoke', runs_dir=None, archive_dir=None) -> pd.DataFrame:
     "Each run of `study` at `scale`: its id, notebook, what sets it apart, and its state (finished, archived, running, started, not started)."
     study = study if isinstance(study, Study) else Study.load(study)
