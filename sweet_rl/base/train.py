@@ -22,8 +22,8 @@ from .models import (LORA_TARGETS, TransformersBackend, add_lora, causal_lm, gat
 __all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'logits_projection', 'policy_logprobs', 'trainable_state',
            'reference_placement', 'layer_classes', 'shard_reference', 'reference_logprobs', 'ObjectiveTrainer',
            'TrainConfig', 'training_arguments', 'list_checkpoints', 'TimedCheckpoints', 'ProgressFile', 'write_results',
-           'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights',
-           'live_models', 'release_models', 'Policy']
+           'read_train_log', 'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset',
+           'SavedWeights', 'live_models', 'release_models', 'Policy']
 
 # %% ../../nbs/06_train.ipynb #7ffe3de4
 def unwrap_model(model):
@@ -268,6 +268,11 @@ def write_results(trainer, module, # the trained model, unwrapped
         write_jsonl(out_dir / 'train_log.jsonl', trainer.state.log_history)
         save(state)
     trainer.accelerator.wait_for_everyone()
+
+# %% ../../nbs/06_train.ipynb #7a35c958
+def read_train_log(out_dir) -> list[dict]:
+    "The optimizer steps that `write_results` logged in `out_dir/train_log.jsonl` (entries with a step and a loss)."
+    return [r for r in map(json.loads, (Path(out_dir) / 'train_log.jsonl').read_text().splitlines()) if 'loss' in r and 'step' in r]
 
 # %% ../../nbs/06_train.ipynb #fe2066e4
 def checkpoint_activations(model, # a critic or actor model: causal LM or VLM, LoRA-wrapped, inside a head, or distributed

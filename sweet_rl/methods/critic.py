@@ -400,9 +400,10 @@ def training_examples(trajectories:Sequence, head:str='sweet', pair_config:PairC
     return out
 
 # %% ../../nbs/20_critic.ipynb #1eae742b
-def pair_outcomes(chosen:torch.Tensor, rejected:torch.Tensor) -> list[float]:
+def pair_outcomes(chosen:torch.Tensor|Sequence[float], rejected:torch.Tensor|Sequence[float]) -> list[float]:
     "1, 0.5 or 0 per pair: its chosen trajectory scores higher than its rejected one, the same, or lower."
-    return [1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(chosen.tolist(), rejected.tolist())]
+    as_list = lambda x: x.tolist() if isinstance(x, torch.Tensor) else list(x)
+    return [1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(as_list(chosen), as_list(rejected))]
 
 # %% ../../nbs/20_critic.ipynb #729d5c4f
 def pair_summary(chosen:torch.Tensor, rejected:torch.Tensor) -> dict:
@@ -422,11 +423,12 @@ class TrajectoryScoring:
 
     def pair_scores(self, pairs:Sequence[dict], batch_size:int=8) -> tuple[torch.Tensor, torch.Tensor, dict]:
         "(chosen scores, rejected scores, turn scores by `stable_id`): each distinct trajectory scored once (a task's best rollout is in several pairs)."
-        distinct = {stable_id(as_record(p[k])): p[k] for p in pairs for k in ('chosen', 'rejected')}
+        if not pairs: return torch.zeros(0), torch.zeros(0), {}
+        keys = [(stable_id(as_record(p['chosen'])), stable_id(as_record(p['rejected']))) for p in pairs]
+        distinct = {k: p[side] for p, ks in zip(pairs, keys) for side, k in zip(('chosen', 'rejected'), ks)}
         turns = dict(zip(distinct, self.turn_scores(list(distinct.values()), batch_size)))
         total = {k: (t[-1] if len(t) else t.new_zeros(())) if self.config.head == 'value' else t.sum() for k, t in turns.items()}
-        side = lambda k: torch.stack([total[stable_id(as_record(p[k]))] for p in pairs])
-        return side('chosen'), side('rejected'), turns
+        return torch.stack([total[c] for c, _ in keys]), torch.stack([total[r] for _, r in keys]), turns
 
     def pair_accuracy(self, pairs:Sequence[dict], batch_size:int=8) -> dict:
         "Share of pairs whose chosen trajectory scores higher (ties count one half), with the mean margin."

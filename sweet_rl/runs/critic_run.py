@@ -9,15 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import torch
 from ..base.core import Config, atomic_write_text, stable_id
 from ..base.data import KINDS, load_trajectories, sample_tasks, split_tasks, subset_by_task
 from ..base.models import make_backend
 from ..base.rollout import env_factory, scripted_rollouts
-from ..base.train import example_lengths, within_length
+from ..base.train import example_lengths, read_train_log, within_length
 from ..methods.critic import CriticConfig, PairConfig, make_pairs, pair_outcomes, train_critic
 from ..methods.scorers import build_critic
 from .evaluate import bootstrap_ci
-from .offline import read_train_log
 
 # %% auto #0
 __all__ = ['PAIR_RULES', 'CriticDataConfig', 'scripted_tasks', 'critic_trajectories', 'HeldOutConfig', 'PairSplit', 'split_pairs',
@@ -131,11 +131,7 @@ def answer_closeness(record:dict) -> float:
 # %% ../../nbs/35_critic_run.ipynb #79e42f4d
 def string_match_outcomes(pairs:list) -> list[float]:
     "1, 0.5 or 0 per pair by `answer_closeness`: a baseline that learns nothing and reads what the critic reads."
-    out = []
-    for p in pairs:
-        a, b = answer_closeness(p['chosen']), answer_closeness(p['rejected'])
-        out.append(1.0 if a > b else 0.5 if a == b else 0.0)
-    return out
+    return pair_outcomes([answer_closeness(p['chosen']) for p in pairs], [answer_closeness(p['rejected']) for p in pairs])
 
 # %% ../../nbs/35_critic_run.ipynb #ed589d1b
 def heldout_accuracy(outcomes:list, pairs:list, seed:int=0) -> dict:
@@ -161,15 +157,13 @@ class CriticRun:
                    HeldOutConfig.from_params(params), params['max_steps'])
 
 # %% ../../nbs/35_critic_run.ipynb #ea0dc7ac
-def heldout_rows(split:PairSplit, scores:dict, outcomes:dict, total:Callable) -> list[dict]:
+def heldout_rows(pairs:list, chosen:torch.Tensor, rejected:torch.Tensor, # each pair's two scores (`pair_scores`)
+                 outcomes:dict) -> list[dict]:
     "One row per held-out pair: task, both rollouts' ids, rewards and scores, and each scorer's outcome (`outcome`, `untrained_outcome`, ...)."
-    rows = []
-    for i, p in enumerate(split.test_pairs):
-        c, r = stable_id(p['chosen']), stable_id(p['rejected'])
-        rows.append({'task_id': p['task_id'], 'chosen': c, 'rejected': r, 'chosen_reward': p['chosen']['reward'],
-                     'rejected_reward': p['rejected']['reward'], 'chosen_score': total(scores[c]), 'rejected_score': total(scores[r]),
-                     **{name: o[i] for name, o in outcomes.items()}})
-    return rows
+    return [{'task_id': p['task_id'], 'chosen': stable_id(p['chosen']), 'rejected': stable_id(p['rejected']),
+             'chosen_reward': p['chosen']['reward'], 'rejected_reward': p['rejected']['reward'], 'chosen_score': float(a),
+             'rejected_score': float(b), **{name: o[i] for name, o in outcomes.items()}}
+            for i, (p, a, b) in enumerate(zip(pairs, chosen.tolist(), rejected.tolist()))]
 
 # %% ../../nbs/35_critic_run.ipynb #e705eb6f
 def critic_metrics(run:CriticRun, trajectories:list, split:PairSplit, steps:list, acc:dict, seconds:dict, run_dir) -> dict:
@@ -210,8 +204,8 @@ def run_critic(run:CriticRun, run_dir, # the run folder (`core.start_run`)
     critic = train_critic(run.critic, split.train, run_dir, pair_config=run.heldout.pair_config(run.data.task), max_steps=run.max_steps, critic=critic)
     seconds['training'] = time.time() - t0
     t0 = time.time()
-    pos, neg, scores = critic.pair_scores(split.test_pairs, batch_size=1) if split.test_pairs else (None, None, {})  # one at a time: padding is slower on a CPU
-    outcomes = {'outcome': pair_outcomes(pos, neg) if split.test_pairs else [], 'untrained_outcome': untrained,
+    pos, neg, scores = critic.pair_scores(split.test_pairs, batch_size=1)  # one at a time: padding is slower on a CPU
+    outcomes = {'outcome': pair_outcomes(pos, neg), 'untrained_outcome': untrained,
                 'string_match_outcome': string_match_outcomes(split.test_pairs)}
     seconds['trained_eval'] = time.time() - t0
     seed = run.heldout.seed
@@ -220,8 +214,7 @@ def run_critic(run:CriticRun, run_dir, # the run folder (`core.start_run`)
     steps = read_train_log(run_dir)
     seconds['total'] = time.time() - started
     metrics = critic_metrics(run, trajectories, split, steps, acc, seconds, run_dir)
-    total = lambda turns: float(turns[-1] if run.critic.head == 'value' else turns.sum())
-    rows = heldout_rows(split, scores, outcomes, total)
+    rows = heldout_rows(split.test_pairs, pos, neg, outcomes)
     atomic_write_text(run_dir / 'heldout.jsonl', ''.join(json.dumps(r, sort_keys=True) + '\n' for r in rows))
     atomic_write_text(run_dir / 'metrics.json', json.dumps(metrics, indent=2, sort_keys=True) + '\n')
     return dict(trajectories=trajectories, split=split, critic=critic, steps=steps, scores=scores, outcomes=outcomes,

@@ -13,6 +13,7 @@ from ..base.core import Config, artifact_dir, atomic_write_text, output_entry, s
 from ..base.data import KINDS, load_tasks, load_trajectories, sample_tasks, subset_by_task
 from ..base.models import make_backend
 from ..base.rollout import RolloutConfig, env_factory, episode_metrics, run_rollouts, scripted_rollouts, shared_rollouts
+from ..base.train import read_train_log
 from ..methods.actor import (Actor, ActorConfig, CandidateConfig, missing_scores, mtdpo_examples, offline_turns, policy_backend,
                                     rft_examples, sample_candidates, score_turns, sweet_pairs, train_actor)
 from ..methods.critic import CriticConfig, PairConfig, shared_critic_dir, train_critic
@@ -23,7 +24,7 @@ from .launch import generation_kind, launch_training, train_actor_configs
 # %% auto #0
 __all__ = ['OfflineDataConfig', 'held_out_split', 'OfflineData', 'offline_data', 'MethodConfig', 'Examples', 'baseline_examples',
            'sweet_candidates', 'sweet_examples', 'critic_ranking', 'describe_ranking', 'ActorEvalConfig',
-           'train_policy', 'evaluate_policy', 'OfflineRun', 'read_train_log', 'offline_metrics', 'run_offline']
+           'train_policy', 'evaluate_policy', 'OfflineRun', 'offline_metrics', 'run_offline']
 
 # %% ../../nbs/34_offline.ipynb #4f24a4fb
 @dataclass
@@ -269,12 +270,6 @@ class OfflineRun:
     def generation(self) -> str:
         "How the policy decodes: with vLLM when training is launched on GPUs (the paper scale), else in this process."
         return generation_kind(self.method.accelerate)
-
-# %% ../../nbs/34_offline.ipynb #280aa170
-def read_train_log(train_dir) -> list[dict]:
-    "The optimizer steps logged in `train_log.jsonl` (entries with a step and a loss)."
-    log = [json.loads(l) for l in (Path(train_dir) / 'train_log.jsonl').read_text().splitlines()]
-    return [r for r in log if 'loss' in r and 'step' in r]
 
 # %% ../../nbs/34_offline.ipynb #ceb50509
 def offline_metrics(run:OfflineRun, data:OfflineData, examples:Examples, results:dict, steps:list, critic_check:dict,
