@@ -18,7 +18,7 @@ if __name__ == '__main__':
     ap.add_argument('--tokens', type=int, default=32); ap.add_argument('--mode', default='mt'); ap.add_argument('--dtype', default='auto')
     a = ap.parse_args()
     cfg = MTGRPOConfig(model=a.model, mode=a.mode, steps=a.steps, group_size=a.group_size, batch_size=a.batch_size,
-                       max_new_tokens=a.tokens, dtype=a.dtype, lr=1e-4, question_kinds=['capital'], top_k=1, save_steps=10_000,
+                       max_new_tokens=a.tokens, dtype=a.dtype, lr=1e-4, setting={'question_kinds': ['capital'], 'top_k': 1}, save_steps=10_000,
                        save_episodes=False)
     with tempfile.TemporaryDirectory() as d:
         t = time.perf_counter()

@@ -55,8 +55,8 @@ def main():
     first = out / 'first_prompt.txt'; atomic_write_text(first, FIRST_PROMPT)
     agent, got, rows = make_backend(a.model), {}, []
     for name, template in (('first', str(first)), ('current', '')):
-        cfg = MTGRPOConfig(model=a.model, env='search', top_k=1, question_kinds=['capital'], n_tasks=a.tasks, max_new_tokens=64,
-                           agent_template=template, seed=0)
+        cfg = MTGRPOConfig(model=a.model, env='search', max_new_tokens=64, seed=0,
+                           setting={'top_k': 1, 'question_kinds': ['capital'], 'n_tasks': a.tasks, 'agent_template': template})
         setting = online_setting(cfg)
         t0 = time.time()
         recs = run_rollouts(setting.train_tasks, setting.make_env, agent,

@@ -81,17 +81,22 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('names', nargs='*', help='library notebooks to run (default: all)')
     ap.add_argument('--check', action='store_true', help='only check that every library notebook has outputs')
+    ap.add_argument('--in-process', action='store_true', help='run the notebooks in this process (default: one process each)')
     args = ap.parse_args(argv)
     paths = library_notebooks(args.names)
     if args.check:
         bad = check(paths)
         for b in bad: print(b)
         sys.exit(1 if bad else 0)
+    if args.in_process:
+        for p in paths: execute(p)
+        return
     os.environ.setdefault('OMP_NUM_THREADS', '2')
     for p in paths:
         t0 = time.time()
         print(f"{p.name} ...", end=' ', flush=True)
-        execute(p)
+        # one process per notebook: a model a notebook leaves alive would stop the next one's launch checks (`release_models`)
+        if subprocess.run([sys.executable, __file__, '--in-process', p.stem], cwd=ROOT).returncode: sys.exit(f"{p.name} failed")
         print(f"{time.time() - t0:.0f} s")
     for p in paths: subprocess.run([str(Path(sys.executable).parent / 'nbdev_clean'), '--fname', str(p)], cwd=ROOT, check=True)
 

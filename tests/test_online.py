@@ -78,8 +78,9 @@ def test_backend_with_a_sweet_critic_as_turn_reward(tmp_path):
         for n, p in critic.model.named_parameters():
             if 'lora_B' in n: p.add_(torch.randn_like(p) * 0.05)
     critic.save(tmp_path / 'critic')
-    cfg = MTGRPOConfig(env='backend', critic_dir=str(tmp_path / 'critic'), critic_weight=0.5, steps=1, group_size=2, batch_size=1,
-                       max_turns=2, max_new_tokens=8, simulator_max_new_tokens=8, n_tasks=2, dtype='float32', lora_r=4, lora_alpha=8)
+    cfg = MTGRPOConfig(env='backend', steps=1, group_size=2, batch_size=1, max_new_tokens=8, dtype='float32', lora_r=4, lora_alpha=8,
+                       setting={'critic_dir': str(tmp_path / 'critic'), 'critic_weight': 0.5, 'max_turns': 2, 'simulator_max_new_tokens': 8,
+                                'n_tasks': 2})
     setting = online_setting(cfg)
     assert [(r.name, r.level, r.weight) for r in setting.rewards] == [('tests_passed', 'outcome', 1.0), ('critic_advantage', 'turn', 0.5)]
     train_mtgrpo(cfg, setting, tmp_path / 'run', progress=False)
@@ -95,8 +96,8 @@ def test_training_under_accelerate_launch(tmp_path, tiny_lm):
     "Two CPU processes (gloo) each roll out their own prompts; process 0 writes the policy, the step log and the metrics."
     import os, subprocess, sys
     root = Path(__file__).resolve().parents[1]
-    MTGRPOConfig(model=tiny_lm, steps=2, group_size=2, batch_size=1, max_new_tokens=4, max_turns=1, question_kinds=['capital'], n_tasks=8,
-                 dtype='float32', lora_r=4, lora_alpha=8, save_steps=1).save(tmp_path / 'g.json')
+    MTGRPOConfig(model=tiny_lm, steps=2, group_size=2, batch_size=1, max_new_tokens=4, dtype='float32',
+                 setting={'max_turns': 1, 'question_kinds': ['capital'], 'n_tasks': 8}, lora_r=4, lora_alpha=8, save_steps=1).save(tmp_path / 'g.json')
     cmd = [sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(root / 'configs' / 'accelerate' / 'cpu_2proc.yaml'),
            '-m', 'sweet_rl.runs.launch', 'mtgrpo', '--config', str(tmp_path / 'g.json'), '--out', str(tmp_path / 'run'), '--no-progress']
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, 'OMP_NUM_THREADS': '1'})

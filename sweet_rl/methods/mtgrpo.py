@@ -6,14 +6,14 @@
 from __future__ import annotations
 import json, math, random, re, time, warnings
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
 import torch
 from fastcore.basics import patch
 
-from ..base.core import Config, JsonlStore, atomic_write_text, register, stable_id
+from ..base.core import Config, ConfigError, JsonlStore, atomic_write_text, register, stable_id
 from ..base.models import TransformersBackend, encode_conversations, token_logprobs, LORA_TARGETS
 from ..base.rollout import RolloutConfig, env_factory, run_rollouts
 from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations,
@@ -22,8 +22,9 @@ from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, Policy,
 # %% auto #0
 __all__ = ['ADVANTAGE_EPS', 'MODES', 'SETTINGS', 'group_normalize', 'mtgrpo_advantages', 'PolicyLoss', 'clipped_policy_loss',
            'Reward', 'EpisodeRewards', 'episode_rewards', 'record_field_reward', 'search_rewards',
-           'tests_passed_reward', 'critic_turn_reward', 'MTGRPOConfig', 'Setting', 'no_tool_result', 'search_setting',
-           'backend_setting', 'register_setting', 'online_setting', 'prompt_schedule', 'PromptCollator',
+           'tests_passed_reward', 'critic_turn_reward', 'Setting', 'SettingConfig', 'SearchSettingConfig',
+           'BackendSettingConfig', 'no_tool_result', 'search_setting', 'backend_setting', 'SettingSpec',
+           'register_setting', 'setting_spec', 'MTGRPOConfig', 'online_setting', 'prompt_schedule', 'PromptCollator',
            'agent_conversations', 'silent_groups', 'reward_stats', 'batch_advantages', 'MTGRPOTrainer', 'OnlinePolicy',
            'train_mtgrpo', 'online_metrics', 'final_messages']
 
@@ -169,6 +170,105 @@ def critic_turn_reward(critic, # a trained critic (`sweet_rl.methods.critic.Crit
     "Turn level: the critic's score of every agent turn (SWEET head: A_θ(o_t, a_t, c) with the training-time information)."
     return Reward(name, 'turn', weight, lambda records: [t.tolist() for t in critic.turn_scores(list(records))])
 
+# %% ../../nbs/24_mtgrpo.ipynb #f4b7d8d1
+class Setting(NamedTuple):
+    "Where an online run trains: fresh environments, prompts, and the rewards of its episodes."
+    make_env:Callable # () -> a fresh environment (its `task_class` rebuilds tasks from dicts)
+    train_tasks:list # task records the rollouts start from
+    eval_tasks:list # held-out task records
+    rewards:list # `Reward`s
+    merged:Callable|None=None # records -> one bool each: the episodes that take MT-GRPO's merged advantage (None: those with one agent turn)
+
+# %% ../../nbs/24_mtgrpo.ipynb #ee0b30f2
+@dataclass
+class SettingConfig(Config):
+    "What every online setting reads: the turn cap, the agent's prompt, the reply length and the training prompts."
+    max_turns:int=2 # agent turns per episode (search: 2, a search then an answer)
+    agent_template:str='' # path to an agent prompt file with {problem_description} (empty: the environment's own; search: `SEARCH_PROMPT`)
+    reply_chars:int|None=None # characters of an environment reply the agent reads (None: the environment's default)
+    n_tasks:int=0 # training prompts, a subset seeded by the run's seed (0: all of the training side)
+
+    def env_fields(self) -> dict:
+        "The environment config fields this setting sets (`env_factory`'s keywords): the turn cap, and the prompt and reply length when given."
+        return {'max_turns': self.max_turns, **({} if self.reply_chars is None else {'reply_chars': self.reply_chars}),
+                **({'agent_template': self.agent_template} if self.agent_template else {})}
+
+# %% ../../nbs/24_mtgrpo.ipynb #59c9e48f
+@dataclass
+class SearchSettingConfig(SettingConfig):
+    "The search setting: the tool's documents per result and the split of the country questions."
+    top_k:int=2 # documents per result
+    question_kinds:list|None=None # question kinds (None: all of `QUESTION_KINDS`)
+    test_fraction:float=0.2 # share of countries held out for evaluation
+    split_seed:int=0 # seed of the split by country (fixed apart from the run's seed, so every run evaluates the same countries)
+
+# %% ../../nbs/24_mtgrpo.ipynb #48584504
+@dataclass
+class BackendSettingConfig(SettingConfig):
+    "The ColBench backend setting: the simulated human and an optional SWEET critic as the turn reward."
+    simulator:str='smollm2-135m' # the simulated human (frozen)
+    simulator_max_new_tokens:int=64 # tokens of a simulated human's reply
+    critic_dir:str='' # a trained critic whose turn scores are the turn reward (empty: outcome reward only)
+    critic_weight:float=1.0 # weight of the critic's turn reward
+
+# %% ../../nbs/24_mtgrpo.ipynb #00720702
+def _subset(tasks:list, n:int, seed:int) -> list:
+    "A seeded subset of n tasks, in their order (n = 0: all)."
+    return tasks if not n or n >= len(tasks) else [tasks[i] for i in sorted(random.Random(f"tasks:{seed}").sample(range(len(tasks)), n))]
+
+# %% ../../nbs/24_mtgrpo.ipynb #0271045a
+def no_tool_result(records:Sequence[dict]) -> list[bool]:
+    "Search episodes whose tool calls got no result (no call, or only one the turn cap left unanswered): MT-GRPO merges their credit."
+    from sweet_rl.envs.search import has_tool_result
+    return [not has_tool_result(r['dialogue_history']) for r in records]
+
+# %% ../../nbs/24_mtgrpo.ipynb #06565e92
+def search_setting(c:SearchSettingConfig, seed:int=0) -> Setting:
+    "The paper's setting: country questions, the BM25 tool, the six rewards; credit merged where the tool gave nothing."
+    from sweet_rl.envs.search import SearchTool, search_tasks
+    make_env = env_factory('search', SearchTool(top_k=c.top_k), **c.env_fields())
+    split = dict(test_fraction=c.test_fraction, seed=c.split_seed, kinds=c.question_kinds)
+    return Setting(make_env, _subset(search_tasks('train', **split), c.n_tasks, seed), search_tasks('test', **split), search_rewards(),
+                   no_tool_result)
+
+# %% ../../nbs/24_mtgrpo.ipynb #bbeb7e1f
+def backend_setting(c:BackendSettingConfig, seed:int=0) -> Setting:
+    "ColBench backend: the simulated human, tests passed as the outcome, and optionally a SWEET critic's turn scores."
+    from sweet_rl.base.data import sample_tasks
+    from sweet_rl.base.models import make_backend
+    make_env = env_factory('backend', make_backend(c.simulator), simulator_max_new_tokens=c.simulator_max_new_tokens, **c.env_fields())
+    rewards = [tests_passed_reward()]
+    if c.critic_dir:
+        from sweet_rl.methods.scorers import load_critic
+        rewards.append(critic_turn_reward(load_critic(c.critic_dir), c.critic_weight))
+    return Setting(make_env, _subset(sample_tasks('backend', 'extra'), c.n_tasks, seed), sample_tasks('backend'), rewards)
+
+# %% ../../nbs/24_mtgrpo.ipynb #0e41c9d6
+class SettingSpec(NamedTuple):
+    "A registered setting: its builder and its config dataclass."
+    build:Callable # (setting config, seed) -> `Setting`
+    config:type # a `SettingConfig` subclass: the fields `MTGRPOConfig.setting` may hold
+
+SETTINGS: dict[str, SettingSpec] = {'search': SettingSpec(search_setting, SearchSettingConfig),
+                                    'backend': SettingSpec(backend_setting, BackendSettingConfig)}  # `MTGRPOConfig.env` -> its spec
+
+# %% ../../nbs/24_mtgrpo.ipynb #b9a65112
+def register_setting(name:str, build:Callable, # (setting config, seed) -> `Setting`
+                     config:type=SettingConfig, # its config dataclass (a `SettingConfig` subclass with the setting's own fields)
+                     replace:bool=False):
+    "Let `MTGRPOConfig(env=name)` train where `build` says: `train_mtgrpo` and `launch` build their setting by name."
+    if not (isinstance(config, type) and issubclass(config, SettingConfig)):
+        raise TypeError(f"register_setting({name!r}): config must be a SettingConfig subclass, got {config!r}")
+    register(SETTINGS, name, SettingSpec(build, config), 'setting', replace)
+
+# %% ../../nbs/24_mtgrpo.ipynb #9531e590
+def setting_spec(name:str) -> SettingSpec:
+    "The builder and config class registered under `name`; an unknown name is an error listing the registered ones."
+    if name not in SETTINGS:
+        raise ValueError(f"MTGRPOConfig.env: unknown setting {name!r}; registered: {', '.join(sorted(SETTINGS))} "
+                         "(add yours with register_setting, or pass a Setting to train_mtgrpo)")
+    return SETTINGS[name]
+
 # %% ../../nbs/24_mtgrpo.ipynb #1d0b6198
 @dataclass
 class MTGRPOConfig(TrainConfig):
@@ -192,91 +292,49 @@ class MTGRPOConfig(TrainConfig):
     top_p:float=1.0
     save_episodes:bool=True # write every episode of process 0 to `episodes.jsonl` in the run folder
     env:str='search' # the registered setting `online_setting` builds: 'search' (country facts, BM25 tool), 'backend' (ColBench), or yours (`register_setting`)
-    max_turns:int=2 # agent turns per episode (search: 2, a search then an answer)
-    agent_template:str='' # path to an agent prompt file with {problem_description} (empty: the environment's own; search: `SEARCH_PROMPT`)
-    top_k:int=2 # search: documents per result
-    reply_chars:int|None=None # characters of an environment reply the agent reads (None: the environment's default)
-    question_kinds:list|None=None # search: question kinds (None: all of `QUESTION_KINDS`)
-    test_fraction:float=0.2 # search: share of countries held out for evaluation
-    split_seed:int=0 # search: seed of the split by country (fixed apart from `seed`, so every run evaluates the same countries)
-    n_tasks:int=0 # training prompts, a seeded subset (0: all of the training side)
-    simulator:str='smollm2-135m' # backend: the simulated human (frozen)
-    simulator_max_new_tokens:int=64 # backend: tokens of a simulated human's reply
-    critic_dir:str='' # backend: a trained critic whose turn scores are the turn reward (empty: outcome reward only)
-    critic_weight:float=1.0 # backend: weight of the critic's turn reward
+    setting:dict=field(default_factory=dict) # fields of the setting's config (`SearchSettingConfig`, `BackendSettingConfig`, or yours); the rest keep their defaults
 
     @property
     def epochs(self) -> float: return 1  # read by `training_arguments`; the run's length is `steps`
+
+    def setting_config(self) -> SettingConfig:
+        "The setting's config: `setting`'s fields in the config class registered for `env`."
+        cls = setting_spec(self.env).config
+        return cls.from_dict(dict(self.setting), source=f"MTGRPOConfig.setting (setting {self.env!r}, {cls.__name__})")
 
     def __post_init__(self):
         if self.mode not in MODES: raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         for f in ('group_size', 'batch_size', 'grad_accum', 'steps', 'updates_per_batch', 'max_new_tokens'):
             if not getattr(self, f) >= 1: raise ValueError(f"{f} must be at least 1, got {getattr(self, f)!r}")
         if self.group_size < 2: raise ValueError(f"group_size must be at least 2 (a group of one has no advantage), got {self.group_size}")
+        if isinstance(self.setting, SettingConfig): self.setting = self.setting.to_dict()
+        if self.env in SETTINGS: self.setting = self.setting_config().to_dict()  # checked, and every field written out
         super().__post_init__()
 
-# %% ../../nbs/24_mtgrpo.ipynb #f4b7d8d1
-class Setting(NamedTuple):
-    "Where an online run trains: fresh environments, prompts, and the rewards of its episodes."
-    make_env:Callable # () -> a fresh environment (its `task_class` rebuilds tasks from dicts)
-    train_tasks:list # task records the rollouts start from
-    eval_tasks:list # held-out task records
-    rewards:list # `Reward`s
-    merged:Callable|None=None # records -> one bool each: the episodes that take MT-GRPO's merged advantage (None: those with one agent turn)
+    @classmethod
+    def from_dict(cls, d:dict, source:str='dict'):
+        "Build from a dict; a setting's field at the top level is an error that says to put it under 'setting'."
+        if isinstance(d, dict) and d.get('env', cls.env) in SETTINGS:
+            setting_fields = {f.name for f in fields(SETTINGS[d.get('env', cls.env)].config)}
+            if stray := [k for k in d if k in setting_fields and k not in {f.name for f in fields(cls)}]:
+                raise ConfigError(f"{source}: {', '.join(map(repr, stray))} belong{'s' * (len(stray) == 1)} to the setting "
+                                  f"{d.get('env', cls.env)!r}: put {'it' if len(stray) == 1 else 'them'} under 'setting'")
+        return super().from_dict(d, source)
 
-# %% ../../nbs/24_mtgrpo.ipynb #00720702
-def _subset(tasks:list, n:int, seed:int) -> list:
-    "A seeded subset of n tasks, in their order (n = 0: all)."
-    return tasks if not n or n >= len(tasks) else [tasks[i] for i in sorted(random.Random(f"tasks:{seed}").sample(range(len(tasks)), n))]
-
-# %% ../../nbs/24_mtgrpo.ipynb #0271045a
-def no_tool_result(records:Sequence[dict]) -> list[bool]:
-    "Search episodes whose tool calls got no result (no call, or only one the turn cap left unanswered): MT-GRPO merges their credit."
-    from sweet_rl.envs.search import has_tool_result
-    return [not has_tool_result(r['dialogue_history']) for r in records]
-
-# %% ../../nbs/24_mtgrpo.ipynb #cf46b8fe
-def _replies(c:MTGRPOConfig) -> dict:
-    "The environment fields the config overrides: the agent's prompt, the reply length."
-    return {**({} if c.reply_chars is None else {'reply_chars': c.reply_chars}), **({'agent_template': c.agent_template} if c.agent_template else {})}
-
-# %% ../../nbs/24_mtgrpo.ipynb #06565e92
-def search_setting(c:MTGRPOConfig) -> Setting:
-    "The paper's setting: country questions, the BM25 tool, the six rewards; credit merged where the tool gave nothing."
-    from sweet_rl.envs.search import SearchTool, search_tasks
-    make_env = env_factory('search', SearchTool(top_k=c.top_k), max_turns=c.max_turns, **_replies(c))
-    split = dict(test_fraction=c.test_fraction, seed=c.split_seed, kinds=c.question_kinds)
-    return Setting(make_env, _subset(search_tasks('train', **split), c.n_tasks, c.seed), search_tasks('test', **split), search_rewards(),
-                   no_tool_result)
-
-# %% ../../nbs/24_mtgrpo.ipynb #bbeb7e1f
-def backend_setting(c:MTGRPOConfig) -> Setting:
-    "ColBench backend: the simulated human, tests passed as the outcome, and optionally a SWEET critic's turn scores."
-    from sweet_rl.base.data import sample_tasks
-    from sweet_rl.base.models import make_backend
-    make_env = env_factory('backend', make_backend(c.simulator), max_turns=c.max_turns, simulator_max_new_tokens=c.simulator_max_new_tokens,
-                           **_replies(c))
-    rewards = [tests_passed_reward()]
-    if c.critic_dir:
-        from sweet_rl.methods.scorers import load_critic
-        rewards.append(critic_turn_reward(load_critic(c.critic_dir), c.critic_weight))
-    return Setting(make_env, _subset(sample_tasks('backend', 'extra'), c.n_tasks, c.seed), sample_tasks('backend'), rewards)
-
-SETTINGS: dict[str, Callable] = {'search': search_setting, 'backend': backend_setting}  # `MTGRPOConfig.env` -> (config) -> Setting
-
-# %% ../../nbs/24_mtgrpo.ipynb #b9a65112
-def register_setting(name:str, build:Callable, # (config) -> `Setting`
-                     replace:bool=False):
-    "Let `MTGRPOConfig(env=name)` train where `build` says: `train_mtgrpo` and `launch` build their setting by name."
-    register(SETTINGS, name, build, 'setting', replace)
+    @classmethod
+    def from_params(cls, params:dict, # a run's flat parameters (an experiment notebook's parameters cell)
+                    prefix:str='', **fixed):
+        "The config from flat parameters: the method's fields by name, the setting's (`env`'s config class) into `setting`; `fixed` may set either."
+        env = fixed.get('env', params.get(prefix + 'env', cls.env))
+        own = {f.name for f in fields(cls)}
+        names = [f.name for f in fields(setting_spec(env).config) if f.name not in own]
+        setting = {**{k: params[prefix + k] for k in names if prefix + k in params}, **{k: fixed.pop(k) for k in names if k in fixed}}
+        return super().from_params(params, prefix, setting={**setting, **fixed.pop('setting', {})}, **fixed)
 
 # %% ../../nbs/24_mtgrpo.ipynb #80760d78
 def online_setting(config:MTGRPOConfig) -> Setting:
-    "The environment, prompts and rewards of the setting `config.env` names."
-    if config.env not in SETTINGS:
-        raise ValueError(f"MTGRPOConfig.env: unknown setting {config.env!r}; registered: {', '.join(sorted(SETTINGS))} "
-                         "(add yours with register_setting, or pass a Setting to train_mtgrpo)")
-    return SETTINGS[config.env](config)
+    "The environment, prompts and rewards of the setting `config.env` names, built from `config.setting` and the run's seed."
+    return setting_spec(config.env).build(config.setting_config(), config.seed)
 
 # %% ../../nbs/24_mtgrpo.ipynb #327dc60a
 def prompt_schedule(n_prompts:int, # prompts to draw from
