@@ -58,7 +58,7 @@ def test_ppo_update_moves_each_action_the_way_its_return_says():
 def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch, tiny_lm):
     cfg = ReflectConfig(reflection=False, data_episodes=4, sft_steps=2, iterations=3, episodes_per_iteration=2,
                         eval_episodes=2, save_every=1, lora_r=8, model=tiny_lm, reflection_model=tiny_lm)
-    full = train_reflect(cfg, tmp_path / 'full', progress=False)
+    full = train_reflect(cfg, None, tmp_path / 'full', progress=False)
     import sweet_rl.methods.reflect as R
     real, calls = R.policy_update, []
     def stop_third(*a, **k):
@@ -66,9 +66,9 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch, tiny
         if len(calls) == 3: raise KeyboardInterrupt
         return real(*a, **k)
     monkeypatch.setattr(R, 'policy_update', stop_third)
-    with pytest.raises(KeyboardInterrupt): train_reflect(cfg, tmp_path / 'cut', progress=False)
+    with pytest.raises(KeyboardInterrupt): train_reflect(cfg, None, tmp_path / 'cut', progress=False)
     monkeypatch.setattr(R, 'policy_update', real)
-    resumed = train_reflect(cfg, tmp_path / 'cut', progress=False)
+    resumed = train_reflect(cfg, None, tmp_path / 'cut', progress=False)
     assert [r['iteration'] for r in resumed['train_log']] == [1, 2, 3]
     drop = lambda log: [{k: v for k, v in r.items() if k != 'seconds'} for r in log]
     assert drop(resumed['train_log']) == drop(full['train_log'])
@@ -93,7 +93,7 @@ def test_a_replayed_success_gets_its_own_optimizer_step(tmp_path, monkeypatch, t
     monkeypatch.setattr(R, 'play', succeed); monkeypatch.setattr(R, 'policy_update', record)
     cfg = ReflectConfig(reflection=False, data_episodes=2, sft_steps=1, iterations=2, episodes_per_iteration=2, eval_episodes=1,
                         lora_r=8, model=tiny_lm, reflection_model=tiny_lm, replay_step=replay_step)
-    log = train_reflect(cfg, tmp_path, progress=False)['train_log']
+    log = train_reflect(cfg, None, tmp_path, progress=False)['train_log']
     first, second = episode_seeds(cfg, 'train', 2), episode_seeds(cfg, 'train', 2, offset=2)
     assert [r['replayed'] for r in log] == [0, 1]
     if replay_step:

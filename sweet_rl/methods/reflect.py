@@ -4,7 +4,7 @@
 
 # %% ../../nbs/25_reflect.ipynb #deb1bba9
 from __future__ import annotations
-import json, random, statistics, time, warnings
+import json, random, shutil, statistics, time, warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
@@ -19,17 +19,18 @@ from ..base.models import DEFAULT_CACHE_BYTES, SamplingParams, TransformersBacke
 from ..base.protocol import ChoiceEnv
 from ..envs.taxi import DangerousTaxiEnv, MixedStep, TaxiConfig, mixed_oracle_rollout, taxi_seeds
 from ..envs.explore import ExploreConfig, ExploreEnv, explore_tasks
-from ..base.train import trainable_state
+from ..base.train import (ExampleDataset, ObjectiveTrainer, ProgressFile, TimedCheckpoints, TrainConfig, list_checkpoints,
+                                 trainable_state, training_arguments)
 
 # %% auto #0
 __all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CHOICE_SETTINGS', 'EXPLORE_DEPTHS', 'EXPLORE_MAX_ENTRIES',
-           'ADVICE', 'ChoiceSetting', 'register_choice_setting', 'ReflectConfig', 'choice_env', 'episode_seeds',
-           'Memory', 'recall', 'reflection_prompt', 'policy_prompt', 'action_labels', 'written_reflection',
-           'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll', 'sft_target',
-           'label_nll', 'lora_lm', 'new_optimizer', 'sft', 'Reflector', 'OracleReflector', 'advised_action',
-           'advice_metrics', 'written_over_budget', 'returns_to_go', 'reinforce_loss', 'ppo_loss', 'play',
-           'policy_update', 'success_rate', 'save_adapter', 'load_adapter', 'episode_record', 'evaluate_policy',
-           'train_reflect']
+           'ADVICE', 'REFLECT_OUTPUTS', 'ChoiceSetting', 'register_choice_setting', 'ReflectConfig', 'choice_env',
+           'episode_seeds', 'Memory', 'recall', 'reflection_prompt', 'policy_prompt', 'action_labels',
+           'written_reflection', 'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll',
+           'sft_target', 'label_nll', 'lora_lm', 'new_optimizer', 'SFTTrainer', 'sft_batches', 'sft', 'Reflector',
+           'OracleReflector', 'advised_action', 'advice_metrics', 'written_over_budget', 'returns_to_go',
+           'reinforce_loss', 'ppo_loss', 'play', 'policy_update', 'success_rate', 'save_adapter', 'load_adapter',
+           'episode_record', 'evaluate_policy', 'clear_reflect_run', 'train_reflect']
 
 # %% ../../nbs/25_reflect.ipynb #0872a20f
 LABELS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'  # one token each in the packaged models' vocabularies (checked by `label_ids`)
@@ -74,7 +75,7 @@ register_choice_setting('explore', ChoiceSetting(tuple(EXPLORE_DEPTHS), _explore
 
 # %% ../../nbs/25_reflect.ipynb #f8567a4f
 @dataclass
-class ReflectConfig(Config):
+class ReflectConfig(TrainConfig):
     "One Reflect-RL run: the environment and its curriculum, the two models, the reflection data, SFT and online RL (Table 3 values in comments)."
     env:str='taxi' # 'taxi' (DangerousTaxi) or 'explore' (AutoExplore)
     curriculum:str='' # taxi: 'pickup', 'dropoff' or 'full'; explore: 'depth1', 'depth2' or 'any' (depth of the answer file); '': the environment's first
@@ -93,11 +94,13 @@ class ReflectConfig(Config):
     shuffle_labels:bool=False # give the actions labels in a random order each step
     lora_r:int=64 # Table 3
     lora_alpha:int=16 # Table 3
-    lr:float=2e-4 # Table 3
+    lr:float=2e-4 # Table 3 (both SFTs and online RL)
     max_grad_norm:float=0.3 # Table 3
     weight_decay:float=1e-3 # Table 3
     sft_steps:int=40 # optimizer steps of each SFT (reflection model, then policy)
-    sft_batch_size:int=4 # examples per SFT step
+    batch_size:int=4 # examples per SFT step (the experiment notebook's `sft_batch_size`)
+    warmup_ratio:float=0.0 # SFT: share of the steps warming up (0: a constant learning rate, as the authors' SFT)
+    lr_scheduler:str='constant' # SFT: any 🤗 scheduler name
     iterations:int=20 # online RL iterations, one optimizer step each and one more on the replayed episodes (0: SFT only)
     episodes_per_iteration:int=4 # trajectories sampled per iteration (Table 3: 4)
     replay_size:int=50 # successful episodes kept for replay (the authors: 50)
@@ -109,9 +112,10 @@ class ReflectConfig(Config):
     clip_eps:float=0.2 # ppo: the probability ratio is clipped to [1 - clip_eps, 1 + clip_eps]
     eval_episodes:int=20 # test episodes before and after training (greedy)
     eval_written:bool=False # also evaluate the final policy with reflections written from the oracle (`OracleReflector`): is the advice or the policy to blame?
-    save_every:int=5 # online RL: checkpoint every this many iterations (a run resumes from its last checkpoint)
-    dtype:str='auto' # model weights: 'auto', 'float32' or 'bfloat16'
-    seed:int=0 # seed of data, sampling and training
+    save_every:int=5 # online RL: checkpoint every this many iterations (a run resumes from its last checkpoint; SFT: `save_steps`)
+
+    @property
+    def epochs(self) -> float: return 1  # read by `training_arguments`; an SFT's length is `sft_steps`
 
     def __post_init__(self):
         if self.env not in CHOICE_SETTINGS:
@@ -123,6 +127,9 @@ class ReflectConfig(Config):
         if not 0 <= self.p_random <= 1: raise ValueError(f"p_random must be in [0, 1], got {self.p_random}")
         if self.algorithm not in ('reinforce', 'ppo'): raise ValueError(f"algorithm must be 'reinforce' or 'ppo', got {self.algorithm!r}")
         if self.ppo_epochs < 1 or not 0 < self.clip_eps < 1: raise ValueError(f"ppo needs ppo_epochs >= 1 and 0 < clip_eps < 1, got {self.ppo_epochs}, {self.clip_eps}")
+        if not self.lora: raise ValueError("Reflect-RL trains LoRA adapters on both models: lora must be True")
+        if self.sft_steps < 0: raise ValueError(f"sft_steps must be at least 0, got {self.sft_steps}")
+        super().__post_init__()
 
 # %% ../../nbs/25_reflect.ipynb #da13a272
 def choice_env(config:ReflectConfig, split:str='train', curriculum:str|None=None) -> ChoiceEnv:
@@ -268,7 +275,7 @@ def lora_lm(name:str, config:ReflectConfig, device:str|None=None):
     seed_everything(config.seed)
     model, tok = load_model(name, dtype=config.dtype, device=device)
     if tok.pad_token is None: tok.pad_token = tok.eos_token
-    return add_lora(model, config.lora_r, config.lora_alpha).eval(), tok
+    return add_lora(model, config.lora_r, config.lora_alpha, config.lora_targets).eval(), tok
 
 # %% ../../nbs/25_reflect.ipynb #c59edd1c
 def new_optimizer(model, config:ReflectConfig) -> torch.optim.Optimizer:
@@ -276,18 +283,52 @@ def new_optimizer(model, config:ReflectConfig) -> torch.optim.Optimizer:
     return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=config.weight_decay)
 
 # %% ../../nbs/25_reflect.ipynb #531d9969
+class SFTTrainer(ObjectiveTrainer):
+    "The 🤗 Trainer on an objective of ours: `loss_fn(examples)` on each micro-batch of examples; every loss, exact, goes to `losses_file`."
+    def __init__(self, *args, loss_fn:Callable, # (list of examples) -> loss tensor
+                 losses_file, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.loss_fn, self.losses, self._seen = loss_fn, JsonlStore(losses_file), {}
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        loss, step = self.loss_fn(inputs), self.state.global_step + 1
+        j = self._seen[step] = self._seen.get(step, -1) + 1  # micro-batch of this step
+        self.losses.append({'id': f'{step}.{j}', 'step': step, 'loss': loss.item()})
+        return loss
+
+# %% ../../nbs/25_reflect.ipynb #3b24c68f
+def sft_batches(examples:Sequence, config:ReflectConfig) -> list[list]:
+    "The seeded examples of every SFT micro-batch: `batch_size` distinct ones each, `sft_steps × grad_accum` batches."
+    rng, pool = random.Random(config.seed), list(examples)
+    return [rng.sample(pool, min(config.batch_size, len(pool))) for _ in range(config.sft_steps * config.grad_accum)]
+
+# %% ../../nbs/25_reflect.ipynb #7d0ca4cc
 def sft(model, loss_fn:Callable, # (list of examples) -> loss tensor
-        examples:Sequence, config:ReflectConfig, desc:str='sft', progress:bool=True) -> list[float]:
-    "`config.sft_steps` optimizer steps on seeded batches of `examples` (clipped gradients); returns the loss of each step."
-    rng, opt, losses = random.Random(config.seed), new_optimizer(model, config), []
-    model.train()
-    for _ in tqdm(range(config.sft_steps), desc=desc, disable=not progress):
-        loss = loss_fn(rng.sample(list(examples), min(config.sft_batch_size, len(examples))))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
-        opt.step(); opt.zero_grad(); losses.append(loss.item())
+        examples:Sequence, config:ReflectConfig,
+        out_dir, # the model's folder: Trainer checkpoints (removed when done), `sft_losses.jsonl`, `progress.json`
+        desc:str='sft', progress:bool=True,
+        resume:bool=True, # continue from the last checkpoint in `out_dir`
+       ) -> list[float]:
+    "`config.sft_steps` optimizer steps on the 🤗 Trainer over seeded batches of `examples` (clipped gradients, AdamW); the loss of each step."
+    out = Path(out_dir); ckpt, losses = out / 'checkpoints', out / 'sft_losses.jsonl'
+    last = list_checkpoints(ckpt)[-1:] if resume else []
+    done = int(last[0].name.split('-')[-1]) if last else 0
+    if losses.is_file(): write_jsonl(losses, [r for r in JsonlStore(losses) if r['step'] <= done])  # steps after the checkpoint run again
+    device_type = next(model.parameters()).device.type
+    args = training_arguments(config, ckpt, config.sft_steps, progress, device_type, per_device_train_batch_size=1,
+                              lr_scheduler_type=config.lr_scheduler, max_grad_norm=config.max_grad_norm, optim='adamw_torch',
+                              train_sampling_strategy='sequential')
+    if config.sft_steps:
+        trainer = SFTTrainer(model=model, args=args, train_dataset=ExampleDataset(sft_batches(examples, config)), data_collator=lambda rows: rows[0],
+                             config=config, loss_fn=loss_fn, losses_file=losses,
+                             callbacks=[TimedCheckpoints(config.save_minutes), ProgressFile(out / 'progress.json')])
+        if progress: print(desc)
+        trainer.train(resume_from_checkpoint=str(last[0]) if last else None)
     model.eval()
-    return losses
+    shutil.rmtree(ckpt, ignore_errors=True)  # the trained adapter is saved by the caller; the optimizer state is not needed again
+    by_step = {}
+    for r in JsonlStore(losses): by_step.setdefault(r['step'], []).append(r['loss'])
+    return [statistics.fmean(v) for _, v in sorted(by_step.items())]
 
 # %% ../../nbs/25_reflect.ipynb #d6847390
 class Reflector:
@@ -492,7 +533,7 @@ def _stage_models(config:ReflectConfig, out:Path, data:list, progress:bool, devi
             eot = end_of_turn_ids(rtok, rm)[0]
             prompts = lambda ex: [reflection_prompt(e['instruction'], e['state'], [Memory(*m) for m in e['memory']], config.memory) for e in ex]
             logs['reflection_sft'] = sft(rm, lambda ex: reply_nll(rm, rtok, prompts(ex), [e['reflection'] for e in ex], eot),
-                                         data, config, 'reflection SFT', progress)
+                                         data, config, out / 'reflection', 'reflection SFT', progress)
             save_adapter(rm, f)
         reflector = Reflector(rm.requires_grad_(False), rtok, config.reflection_tokens)
     pm, ptok = lora_lm(config.model, config, device)
@@ -505,28 +546,46 @@ def _stage_models(config:ReflectConfig, out:Path, data:list, progress:bool, devi
             prompts = [policy_prompt(e['instruction'], e['state'], e['actions'], l, e['reflection'] if config.reflection else None,
                                      [Memory(*m) for m in e['memory']], config.memory) for e, l in zip(ex, labels)]
             return label_nll(pm, ptok, prompts, [len(e['actions']) for e in ex], [sft_target(e, l) for e, l in zip(ex, labels)])
-        logs['policy_sft'] = sft(pm, loss, data, config, 'policy SFT', progress)
+        logs['policy_sft'] = sft(pm, loss, data, config, out / 'policy_sft', 'policy SFT', progress)
         save_adapter(pm, f)
     for k, v in logs.items(): atomic_write_text(out / f'{k}_loss.json', json.dumps(v) + '\n')
     return reflector, pm, ptok
 
+# %% ../../nbs/25_reflect.ipynb #81b4451c
+REFLECT_OUTPUTS = ('reflect_config.json', 'reflection_data.jsonl', 'reflection', 'policy_sft', 'reflection_sft_loss.json', 'policy_sft_loss.json',
+                   'eval_sft.json', 'episodes_sft.jsonl', 'checkpoint.pt', 'train_log.jsonl', 'episodes_rl.jsonl', 'episodes_written.jsonl',
+                   'metrics.json')  # what `train_reflect` writes in a run folder
+
+def clear_reflect_run(out:Path):
+    "Remove what `train_reflect` wrote in `out` (a start over); anything else there stays."
+    for name in REFLECT_OUTPUTS:
+        p = Path(out) / name
+        if p.is_dir(): shutil.rmtree(p)
+        else: p.unlink(missing_ok=True)
+
 # %% ../../nbs/25_reflect.ipynb #d1845461
 def train_reflect(config:ReflectConfig, # the run: environment, models, data, SFT and online RL
+                  data:Sequence[dict]|None, # reflection data (`reflection_data` records); None: made from the environment's oracle
                   out_dir, # run folder: reflection data, adapters, checkpoint.pt, train_log.jsonl, episodes, metrics.json
                   *,
+                  resume:bool=True, # continue where the run in `out_dir` stopped (False: remove its outputs and start over)
                   progress:bool=True, # progress bars
                   max_steps:int=-1, # stop online RL after this many iterations with a checkpoint, as an interruption would (-1: all)
                   device:str|None=None, # where the models run (None: a GPU if there is one, else the CPU)
                  ) -> dict:
     "Reflect-RL end to end in `out_dir`: reflection data, reflection SFT (frozen), policy SFT, online REINFORCE with replay, evaluations; resumes."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    if not resume: clear_reflect_run(out)
     saved = out / 'reflect_config.json'
     if saved.is_file() and ReflectConfig.load(saved).to_dict() != config.to_dict():
         raise ValueError(f"{out} holds a run with another config; use a new out_dir")
     config.save(saved)
     if not (out / 'manifest.json').is_file(): write_manifest(out, config.seed, config=config.to_dict())  # an experiment notebook writes its own
     data_file = out / 'reflection_data.jsonl'
-    if not data_file.is_file(): write_jsonl(data_file, reflection_data(config, episode_seeds(config, 'train', config.data_episodes)))
+    if not data_file.is_file():
+        write_jsonl(data_file, reflection_data(config, episode_seeds(config, 'train', config.data_episodes)) if data is None else list(data))
+    elif data is not None and [r for _, r in read_jsonl(data_file)] != list(data):
+        raise ValueError(f"{data_file} holds other reflection data than the run was given; use a new out_dir or resume=False")
     data = [r for _, r in read_jsonl(data_file)]
     reflector, model, tok = _stage_models(config, out, data, progress, device)
     over = written_over_budget(reflector.backend.tokenizer, data, config.reflection_tokens) if reflector else 0

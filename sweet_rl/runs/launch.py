@@ -149,7 +149,7 @@ def parse_args(argv:Sequence[str]|None=None, # arguments (default: the command l
         if data: s.add_argument('--data', type=Path, required=True, help=f'JSONL file of {data}')
         s.add_argument('--out', type=Path, required=True, help='run folder (results, checkpoints, logs)')
         s.add_argument('--max-steps', type=int, default=-1, help=f'stop after this many {steps}')
-        if stage != 'reflect': s.add_argument('--no-resume', action='store_true', help='start over instead of resuming from the last checkpoint')
+        s.add_argument('--no-resume', action='store_true', help='start over instead of resuming from the last checkpoint')
         s.add_argument('--no-progress', action='store_true', help='no progress bar')
         s.add_argument('--cpu', action='store_true', help='train on the CPU even where GPUs are present')
         if stage == 'critic': s.add_argument('--pair-config', type=Path, help='JSON file of PairConfig fields')
@@ -300,7 +300,7 @@ def run_reflect(args:argparse.Namespace, # from `parse_args`, stage 'reflect'
     out = Path(args.out)
     atomic_write_text(out / 'params.json', json.dumps({'stage': args.stage, 'config': config.to_dict(), 'processes': 1,
                                                        'max_steps': args.max_steps, 'device': device}, indent=2, sort_keys=True) + '\n')
-    result = train_reflect(config, out, progress=not args.no_progress, max_steps=args.max_steps, device=device)
+    result = train_reflect(config, None, out, resume=not args.no_resume, progress=not args.no_progress, max_steps=args.max_steps, device=device)
     _say(info, f"stopped after iteration {result['stopped_at']}; resume from {result['checkpoint']}" if 'stopped_at' in result
                else f"saved {out} (metrics.json)")
     return out
