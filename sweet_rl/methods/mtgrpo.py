@@ -314,11 +314,10 @@ class MTGRPOConfig(TrainConfig):
     @classmethod
     def from_dict(cls, d:dict, source:str='dict'):
         "Build from a dict; a setting's field at the top level is an error that says to put it under 'setting'."
-        if isinstance(d, dict) and d.get('env', cls.env) in SETTINGS:
-            setting_fields = {f.name for f in fields(SETTINGS[d.get('env', cls.env)].config)}
-            if stray := [k for k in d if k in setting_fields and k not in {f.name for f in fields(cls)}]:
-                raise ConfigError(f"{source}: {', '.join(map(repr, stray))} belong{'s' * (len(stray) == 1)} to the setting "
-                                  f"{d.get('env', cls.env)!r}: put {'it' if len(stray) == 1 else 'them'} under 'setting'")
+        env = d.get('env', cls.env) if isinstance(d, dict) else None
+        if env in SETTINGS and (stray := [k for k in d if k in {f.name for f in fields(SETTINGS[env].config)}]):
+            raise ConfigError(f"{source}: {', '.join(map(repr, stray))} belong{'s' * (len(stray) == 1)} to the setting "
+                              f"{env!r}: put {'it' if len(stray) == 1 else 'them'} under 'setting'")
         return super().from_dict(d, source)
 
     @classmethod
@@ -326,8 +325,7 @@ class MTGRPOConfig(TrainConfig):
                     prefix:str='', **fixed):
         "The config from flat parameters: the method's fields by name, the setting's (`env`'s config class) into `setting`; `fixed` may set either."
         env = fixed.get('env', params.get(prefix + 'env', cls.env))
-        own = {f.name for f in fields(cls)}
-        names = [f.name for f in fields(setting_spec(env).config) if f.name not in own]
+        names = [f.name for f in fields(setting_spec(env).config)]  # no setting field shares a name with the method's (checked below)
         setting = {**{k: params[prefix + k] for k in names if prefix + k in params}, **{k: fixed.pop(k) for k in names if k in fixed}}
         return super().from_params(params, prefix, setting={**setting, **fixed.pop('setting', {})}, **fixed)
 

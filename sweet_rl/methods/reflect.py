@@ -314,11 +314,10 @@ def sft(model, loss_fn:Callable, # (list of examples) -> loss tensor
     last = list_checkpoints(ckpt)[-1:] if resume else []
     done = int(last[0].name.split('-')[-1]) if last else 0
     if losses.is_file(): write_jsonl(losses, [r for r in JsonlStore(losses) if r['step'] <= done])  # steps after the checkpoint run again
-    device_type = next(model.parameters()).device.type
-    args = training_arguments(config, ckpt, config.sft_steps, progress, device_type, per_device_train_batch_size=1,
-                              lr_scheduler_type=config.lr_scheduler, max_grad_norm=config.max_grad_norm, optim='adamw_torch',
-                              train_sampling_strategy='sequential')
     if config.sft_steps:
+        args = training_arguments(config, ckpt, config.sft_steps, progress, next(model.parameters()).device.type, per_device_train_batch_size=1,
+                                  lr_scheduler_type=config.lr_scheduler, max_grad_norm=config.max_grad_norm, optim='adamw_torch',
+                                  train_sampling_strategy='sequential')
         trainer = SFTTrainer(model=model, args=args, train_dataset=ExampleDataset(sft_batches(examples, config)), data_collator=lambda rows: rows[0],
                              config=config, loss_fn=loss_fn, losses_file=losses,
                              callbacks=[TimedCheckpoints(config.save_minutes), ProgressFile(out / 'progress.json')])
@@ -584,9 +583,9 @@ def train_reflect(config:ReflectConfig, # the run: environment, models, data, SF
     data_file = out / 'reflection_data.jsonl'
     if not data_file.is_file():
         write_jsonl(data_file, reflection_data(config, episode_seeds(config, 'train', config.data_episodes)) if data is None else list(data))
-    elif data is not None and [r for _, r in read_jsonl(data_file)] != list(data):
+    given, data = data, [r for _, r in read_jsonl(data_file)]
+    if given is not None and data != list(given):
         raise ValueError(f"{data_file} holds other reflection data than the run was given; use a new out_dir or resume=False")
-    data = [r for _, r in read_jsonl(data_file)]
     reflector, model, tok = _stage_models(config, out, data, progress, device)
     over = written_over_budget(reflector.backend.tokenizer, data, config.reflection_tokens) if reflector else 0
     sft_file = out / 'eval_sft.json'

@@ -84,7 +84,8 @@ def run_mtgrpo(run:MTGRPORun, run_dir, # the run folder (`core.start_run`)
     config = with_run_outputs(run.config, run_dir.parent.parent)
     setting = online_setting(config)
     n = run.evaluation.n_eval
-    say(f"{len(setting.train_tasks)} training prompts, {len(setting.eval_tasks[:n] if n else setting.eval_tasks)} held-out prompts; rewards: "
+    eval_tasks = setting.eval_tasks[:n] if n else setting.eval_tasks
+    say(f"{len(setting.train_tasks)} training prompts, {len(eval_tasks)} held-out prompts; rewards: "
         + ', '.join(f"{r.name} ({r.level}, {r.weight})" for r in setting.rewards))
     if run.accelerate:  # a critic reward (env 'backend', critic_dir) would hold GPU 0 beside rank 0: `launch_training` refuses
         del setting
@@ -92,7 +93,6 @@ def run_mtgrpo(run:MTGRPORun, run_dir, # the run folder (`core.start_run`)
         policy = OnlinePolicy.load(launch_training('mtgrpo', config, None, train_dir, run.accelerate))
         setting = online_setting(config)  # again, for the evaluation
     else: train_dir, policy = run_dir, train_mtgrpo(config, setting, run_dir)
-    eval_tasks = setting.eval_tasks[:n] if n else setting.eval_tasks
     step_log = pd.DataFrame([json.loads(l) for l in (train_dir / 'steps.jsonl').read_text().splitlines()])
     results = evaluate_online(policy, setting, eval_tasks, config, run.evaluation, run_dir)
     metrics = mtgrpo_metrics(config, setting, len(eval_tasks), step_log, results)
