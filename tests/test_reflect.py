@@ -5,9 +5,10 @@ the same weights, and a replayed success gets an optimizer step of its own."""
 import pytest
 import torch
 
+from sweet_rl.base.core import read_jsonl
 from sweet_rl.envs.taxi import DangerousTaxiEnv, TaxiConfig, taxi_seeds
 from sweet_rl.methods.reflect import (LABELS, ReflectConfig, action_labels, episode_seeds, label_logprobs, lora_lm, new_optimizer, play,
-                                      policy_update, success_rate, train_reflect)
+                                      policy_update, ReflectPolicy, success_rate, train_reflect)
 
 
 def at_passenger_seeds(n):
@@ -59,6 +60,7 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch, tiny
     cfg = ReflectConfig(reflection=False, data_episodes=4, sft_steps=2, iterations=3, episodes_per_iteration=2,
                         eval_episodes=2, save_every=1, lora_r=8, model=tiny_lm, reflection_model=tiny_lm)
     full = train_reflect(cfg, None, tmp_path / 'full', progress=False)
+    log = lambda run: [{k: v for k, v in r.items() if k != 'seconds'} for _, r in read_jsonl(tmp_path / run / 'train_log.jsonl')]
     import sweet_rl.methods.reflect as R
     real, calls = R.policy_update, []
     def stop_third(*a, **k):
@@ -69,12 +71,9 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch, tiny
     with pytest.raises(KeyboardInterrupt): train_reflect(cfg, None, tmp_path / 'cut', progress=False)
     monkeypatch.setattr(R, 'policy_update', real)
     resumed = train_reflect(cfg, None, tmp_path / 'cut', progress=False)
-    assert [r['iteration'] for r in resumed['train_log']] == [1, 2, 3]
-    drop = lambda log: [{k: v for k, v in r.items() if k != 'seconds'} for r in log]
-    assert drop(resumed['train_log']) == drop(full['train_log'])
-    a = torch.load(tmp_path / 'full' / 'checkpoint.pt', weights_only=False)['adapter']
-    b = torch.load(tmp_path / 'cut' / 'checkpoint.pt', weights_only=False)['adapter']
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert [r['iteration'] for r in log('cut')] == [1, 2, 3] and log('cut') == log('full')
+    a, b = full.trainable_state(), ReflectPolicy.load(tmp_path / 'cut' / 'policy').trainable_state()
+    assert resumed.saved_path == tmp_path / 'cut' / 'policy' and all(torch.equal(a[k], b[k]) for k in a)
     assert any(float(a[k].abs().sum()) > 0 for k in a if 'lora_B' in k)  # the adapter trained off its zero start
 
 
@@ -93,7 +92,8 @@ def test_a_replayed_success_gets_its_own_optimizer_step(tmp_path, monkeypatch, t
     monkeypatch.setattr(R, 'play', succeed); monkeypatch.setattr(R, 'policy_update', record)
     cfg = ReflectConfig(reflection=False, data_episodes=2, sft_steps=1, iterations=2, episodes_per_iteration=2, eval_episodes=1,
                         lora_r=8, model=tiny_lm, reflection_model=tiny_lm, replay_step=replay_step)
-    log = train_reflect(cfg, None, tmp_path, progress=False)['train_log']
+    train_reflect(cfg, None, tmp_path, progress=False)
+    log = [r for _, r in read_jsonl(tmp_path / 'train_log.jsonl')]
     first, second = episode_seeds(cfg, 'train', 2), episode_seeds(cfg, 'train', 2, offset=2)
     assert [r['replayed'] for r in log] == [0, 1]
     if replay_step:
@@ -101,5 +101,5 @@ def test_a_replayed_success_gets_its_own_optimizer_step(tmp_path, monkeypatch, t
         assert log[0]['replay_loss'] is None and log[1]['replay_loss'] is not None
     else:
         assert len(updates) == 2 and updates[0] == first and updates[1][:2] == second and updates[1][2] in first
-    adam = torch.load(tmp_path / 'checkpoint.pt', weights_only=False)['optimizer']['state']
+    adam = torch.load(tmp_path / 'checkpoints' / 'checkpoint-2' / 'rl_state.pt', weights_only=False)['optimizer']['state']
     assert {float(v['step']) for v in adam.values()} == {optimizer_steps}  # AdamW counts the optimizer steps it took

@@ -348,21 +348,26 @@ class SavedWeights:
         self.saved_path = path
         return path
 
+    def load_weights(self, path) -> 'SavedWeights':
+        "Load the trained weights that `save` wrote in `path` into this model, checked to be exactly its trained weights."
+        from safetensors.torch import load_file
+        path = Path(path)
+        state, want = load_file(str(path / 'weights.safetensors'), device=str(self.device)), self.trainable_state()
+        other = sorted(k for k in set(state) & set(want) if state[k].shape != want[k].shape)
+        if set(state) != set(want) or other:
+            raise ValueError(f"{path}: weights do not match the config (missing {sorted(set(want) - set(state))[:3]}, "
+                             f"unexpected {sorted(set(state) - set(want))[:3]}, other shapes {other[:3]})")
+        self.model.load_state_dict(state, strict=False)
+        self.saved_path = path
+        return self
+
     @classmethod
     def load(cls, path, device:str|None=None):
         "A model saved with `save`: rebuilt from its config (`cls.build`), its trained weights loaded and checked."
-        from safetensors.torch import load_file
         path = Path(path)
         if not (path / cls.config_file).is_file() or not (path / 'weights.safetensors').is_file():
             raise FileNotFoundError(f"{path}: not a saved {cls.__name__} (expected {cls.config_file} and weights.safetensors)")
-        obj = cls.build(cls.config_class.load(path / cls.config_file), device)
-        state, want = load_file(str(path / 'weights.safetensors'), device=str(obj.device)), set(obj.trainable_state())
-        if set(state) != want:
-            raise ValueError(f"{path}: weights do not match the config (missing {sorted(want - set(state))[:3]}, "
-                             f"unexpected {sorted(set(state) - want)[:3]})")
-        obj.model.load_state_dict(state, strict=False)
-        obj.saved_path = path
-        return obj
+        return cls.build(cls.config_class.load(path / cls.config_file), device).load_weights(path)
 
     @classmethod
     def finished(cls, path, # where a trainer saves its result (e.g. `out_dir/critic`)

@@ -19,7 +19,7 @@ from ..base.models import DEFAULT_CACHE_BYTES, SamplingParams, TransformersBacke
 from ..base.protocol import ChoiceEnv
 from ..envs.taxi import DangerousTaxiEnv, MixedStep, TaxiConfig, mixed_oracle_rollout, taxi_seeds
 from ..envs.explore import ExploreConfig, ExploreEnv, explore_tasks
-from ..base.train import (ExampleDataset, ObjectiveTrainer, ProgressFile, TimedCheckpoints, TrainConfig, list_checkpoints,
+from ..base.train import (ExampleDataset, ObjectiveTrainer, Policy, ProgressFile, TimedCheckpoints, TrainConfig, list_checkpoints,
                                  trainable_state, training_arguments)
 
 # %% auto #0
@@ -29,8 +29,9 @@ __all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CHOICE_SETTINGS'
            'written_reflection', 'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll',
            'sft_target', 'label_nll', 'lora_lm', 'new_optimizer', 'SFTTrainer', 'sft_batches', 'sft', 'Reflector',
            'OracleReflector', 'advised_action', 'advice_metrics', 'written_over_budget', 'returns_to_go',
-           'reinforce_loss', 'ppo_loss', 'play', 'policy_update', 'success_rate', 'save_adapter', 'load_adapter',
-           'episode_record', 'evaluate_policy', 'clear_reflect_run', 'train_reflect']
+           'reinforce_loss', 'ppo_loss', 'play', 'policy_update', 'success_rate', 'ReflectPolicy', 'ReflectionModel',
+           'episode_record', 'evaluate_policy', 'clear_reflect_run', 'sft_stage', 'save_rl_checkpoint',
+           'load_rl_checkpoint', 'train_reflect']
 
 # %% ../../nbs/25_reflect.ipynb #0872a20f
 LABELS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'  # one token each in the packaged models' vocabularies (checked by `label_ids`)
@@ -480,21 +481,25 @@ def success_rate(episodes:Sequence[dict]) -> float:
     return statistics.fmean(float(e['success']) for e in episodes) if episodes else float('nan')
 
 # %% ../../nbs/25_reflect.ipynb #456c3e05
-def save_adapter(model, path) -> Path:
-    "Write the trained (LoRA) weights of `model` to `path` (safetensors), atomically."
-    from safetensors.torch import save_file
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + '.tmp'); save_file(trainable_state(model), str(tmp)); tmp.replace(path)
-    return path
+class ReflectPolicy(Policy):
+    "The Reflect-RL policy: `config.model` with a LoRA adapter of Table 3's rank; `reflector` is the frozen reflection model it reads (None: none)."
+    config_file, config_class, backbone = 'reflect_config.json', ReflectConfig, 'model'
+    reflector = None
+
+    @classmethod
+    def build(cls, config:ReflectConfig|None=None, device:str|None=None):
+        "A fresh model of the config's `backbone` field with a new adapter (seeded), its tokenizer padding."
+        cfg = config or cls.config_class()
+        return cls(*lora_lm(getattr(cfg, cls.backbone), cfg, device), cfg)
 
 # %% ../../nbs/25_reflect.ipynb #cd3e3bac
-def load_adapter(model, path):
-    "Load weights written by `save_adapter` into `model`, checking that they are exactly its trained weights."
-    from safetensors.torch import load_file
-    state, mine = load_file(str(path), device=str(next(model.parameters()).device)), trainable_state(model)
-    if set(state) != set(mine) or any(state[k].shape != mine[k].shape for k in mine):
-        raise ValueError(f"{path}: adapter weights do not match the model (LoRA rank or targets differ?)")
-    model.load_state_dict(state, strict=False)
+class ReflectionModel(ReflectPolicy):
+    "The reflection model: `config.reflection_model` with its own adapter, fine-tuned once on written reflections and then frozen."
+    backbone = 'reflection_model'
+
+    def frozen(self) -> Reflector:
+        "The frozen reflector on these weights: a greedy reflection per prompt, cached, within the config's budget."
+        return Reflector(self.model.requires_grad_(False), self.tokenizer, self.config.reflection_tokens)
 
 # %% ../../nbs/25_reflect.ipynb #3f9b0af8
 def episode_record(config:ReflectConfig, episode:dict, curriculum:str|None=None) -> dict:
@@ -520,60 +525,22 @@ def evaluate_policy(model, tokenizer, config:ReflectConfig, reflector:Reflector|
             'steps': statistics.fmean(len(e['steps']) for e in eps), 'episodes': len(eps),
             **({'advice': advice_metrics(eps)} if reflector is not None else {})}
 
-# %% ../../nbs/25_reflect.ipynb #49b6211c
-def _stage_models(config:ReflectConfig, out:Path, data:list, progress:bool, device:str|None=None):
-    "The frozen reflection model (trained once, or loaded) and the policy after its SFT warm-up (trained once, or loaded)."
-    reflector, logs = None, {}
-    if config.reflection:
-        rm, rtok = lora_lm(config.reflection_model, config, device)
-        f = out / 'reflection' / 'weights.safetensors'
-        if f.is_file(): load_adapter(rm, f)
-        else:
-            eot = end_of_turn_ids(rtok, rm)[0]
-            prompts = lambda ex: [reflection_prompt(e['instruction'], e['state'], [Memory(*m) for m in e['memory']], config.memory) for e in ex]
-            logs['reflection_sft'] = sft(rm, lambda ex: reply_nll(rm, rtok, prompts(ex), [e['reflection'] for e in ex], eot),
-                                         data, config, out / 'reflection', 'reflection SFT', progress)
-            save_adapter(rm, f)
-        reflector = Reflector(rm.requires_grad_(False), rtok, config.reflection_tokens)
-    pm, ptok = lora_lm(config.model, config, device)
-    f = out / 'policy_sft' / 'weights.safetensors'
-    if f.is_file(): load_adapter(pm, f)
-    else:
-        rng = random.Random(config.seed)
-        def loss(ex):
-            labels = [action_labels(len(e['actions']), rng if config.shuffle_labels else None) for e in ex]
-            prompts = [policy_prompt(e['instruction'], e['state'], e['actions'], l, e['reflection'] if config.reflection else None,
-                                     [Memory(*m) for m in e['memory']], config.memory) for e, l in zip(ex, labels)]
-            return label_nll(pm, ptok, prompts, [len(e['actions']) for e in ex], [sft_target(e, l) for e, l in zip(ex, labels)])
-        logs['policy_sft'] = sft(pm, loss, data, config, out / 'policy_sft', 'policy SFT', progress)
-        save_adapter(pm, f)
-    for k, v in logs.items(): atomic_write_text(out / f'{k}_loss.json', json.dumps(v) + '\n')
-    return reflector, pm, ptok
-
 # %% ../../nbs/25_reflect.ipynb #81b4451c
 REFLECT_OUTPUTS = ('reflect_config.json', 'reflection_data.jsonl', 'reflection', 'policy_sft', 'reflection_sft_loss.json', 'policy_sft_loss.json',
-                   'eval_sft.json', 'episodes_sft.jsonl', 'checkpoint.pt', 'train_log.jsonl', 'episodes_rl.jsonl', 'episodes_written.jsonl',
-                   'metrics.json')  # what `train_reflect` writes in a run folder
+                   'eval_sft.json', 'episodes_sft.jsonl', 'checkpoints', 'train_log.jsonl', 'policy', 'episodes_rl.jsonl', 'episodes_written.jsonl',
+                   'metrics.json')  # what a Reflect-RL run writes in its folder (`train_reflect`, `runs.reflect_run.run_reflect`)
 
 def clear_reflect_run(out:Path):
-    "Remove what `train_reflect` wrote in `out` (a start over); anything else there stays."
+    "Remove what a Reflect-RL run wrote in `out` (a start over); anything else there stays."
     for name in REFLECT_OUTPUTS:
         p = Path(out) / name
         if p.is_dir(): shutil.rmtree(p)
         else: p.unlink(missing_ok=True)
 
-# %% ../../nbs/25_reflect.ipynb #d1845461
-def train_reflect(config:ReflectConfig, # the run: environment, models, data, SFT and online RL
-                  data:Sequence[dict]|None, # reflection data (`reflection_data` records); None: made from the environment's oracle
-                  out_dir, # run folder: reflection data, adapters, checkpoint.pt, train_log.jsonl, episodes, metrics.json
-                  *,
-                  resume:bool=True, # continue where the run in `out_dir` stopped (False: remove its outputs and start over)
-                  progress:bool=True, # progress bars
-                  max_steps:int=-1, # stop online RL after this many iterations with a checkpoint, as an interruption would (-1: all)
-                  device:str|None=None, # where the models run (None: a GPU if there is one, else the CPU)
-                 ) -> dict:
-    "Reflect-RL end to end in `out_dir`: reflection data, reflection SFT (frozen), policy SFT, online REINFORCE with replay, evaluations; resumes."
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+# %% ../../nbs/25_reflect.ipynb #49b6211c
+def _open_run(config:ReflectConfig, data:Sequence[dict]|None, out:Path, resume:bool) -> list[dict]:
+    "The run folder made or checked against `config` and `data` (cleared first without `resume`); its reflection data."
+    out.mkdir(parents=True, exist_ok=True)
     if not resume: clear_reflect_run(out)
     saved = out / 'reflect_config.json'
     if saved.is_file() and ReflectConfig.load(saved).to_dict() != config.to_dict():
@@ -583,24 +550,85 @@ def train_reflect(config:ReflectConfig, # the run: environment, models, data, SF
     data_file = out / 'reflection_data.jsonl'
     if not data_file.is_file():
         write_jsonl(data_file, reflection_data(config, episode_seeds(config, 'train', config.data_episodes)) if data is None else list(data))
-    given, data = data, [r for _, r in read_jsonl(data_file)]
-    if given is not None and data != list(given):
+    found = [r for _, r in read_jsonl(data_file)]
+    if data is not None and found != list(data):
         raise ValueError(f"{data_file} holds other reflection data than the run was given; use a new out_dir or resume=False")
-    reflector, model, tok = _stage_models(config, out, data, progress, device)
-    over = written_over_budget(reflector.backend.tokenizer, data, config.reflection_tokens) if reflector else 0
-    sft_file = out / 'eval_sft.json'
-    if not sft_file.is_file():  # (its episodes first: a run cut in between evaluates again)
-        atomic_write_text(sft_file, json.dumps(evaluate_policy(model, tok, config, reflector, config.eval_episodes, records_file=out / 'episodes_sft.jsonl')) + '\n')
-    opt, gen = new_optimizer(model, config), torch.Generator().manual_seed(config.seed)
-    start, replay, ckpt, log_file = 0, [], out / 'checkpoint.pt', out / 'train_log.jsonl'
-    if ckpt.is_file():
-        st = torch.load(ckpt, weights_only=False)
-        model.load_state_dict(st['adapter'], strict=False); opt.load_state_dict(st['optimizer']); gen.set_state(st['generator'])
-        start, replay = st['iteration'], st['replay']
+    return found
+
+# %% ../../nbs/25_reflect.ipynb #1a82b8dd
+def sft_stage(config:ReflectConfig, # the run
+              data:Sequence[dict]|None, # reflection data (`reflection_data` records); None: made from the environment's oracle
+              out_dir, # run folder: reflection_data.jsonl, reflection/, policy_sft/, their loss logs
+              *, resume:bool=True, progress:bool=True, device:str|None=None) -> ReflectPolicy:
+    "The reflection data, the reflection model's SFT (then frozen: the policy's `reflector`) and the policy's SFT in `out_dir`, each done once."
+    out = Path(out_dir); data = _open_run(config, data, out, resume)
+    reflector = None
+    if config.reflection:
+        if (rm := ReflectionModel.finished(out / 'reflection', config, device)) is None:
+            rm = ReflectionModel.build(config, device)
+            eot = end_of_turn_ids(rm.tokenizer, rm.model)[0]
+            prompts = lambda ex: [reflection_prompt(e['instruction'], e['state'], [Memory(*m) for m in e['memory']], config.memory) for e in ex]
+            losses = sft(rm.model, lambda ex: reply_nll(rm.model, rm.tokenizer, prompts(ex), [e['reflection'] for e in ex], eot),
+                         data, config, out / 'reflection', 'reflection SFT', progress)
+            rm.save(out / 'reflection'); atomic_write_text(out / 'reflection_sft_loss.json', json.dumps(losses) + '\n')
+        reflector = rm.frozen()
+    if (policy := ReflectPolicy.finished(out / 'policy_sft', config, device)) is None:
+        policy, rng = ReflectPolicy.build(config, device), random.Random(config.seed)
+        def loss(ex):
+            labels = [action_labels(len(e['actions']), rng if config.shuffle_labels else None) for e in ex]
+            prompts = [policy_prompt(e['instruction'], e['state'], e['actions'], l, e['reflection'] if config.reflection else None,
+                                     [Memory(*m) for m in e['memory']], config.memory) for e, l in zip(ex, labels)]
+            return label_nll(policy.model, policy.tokenizer, prompts, [len(e['actions']) for e in ex], [sft_target(e, l) for e, l in zip(ex, labels)])
+        losses = sft(policy.model, loss, data, config, out / 'policy_sft', 'policy SFT', progress)
+        policy.save(out / 'policy_sft'); atomic_write_text(out / 'policy_sft_loss.json', json.dumps(losses) + '\n')
+    policy.reflector = reflector
+    return policy
+
+# %% ../../nbs/25_reflect.ipynb #e3d363a0
+def save_rl_checkpoint(policy:ReflectPolicy, optimizer, generator:torch.Generator, replay:list, # successful episodes kept for replay
+                       iteration:int, folder) -> Path:
+    "Online RL's state after `iteration` in `folder/checkpoint-<iteration>` (the adapter, then `rl_state.pt`); older checkpoints go."
+    folder = Path(folder); path = policy.save(folder / f'checkpoint-{iteration}')
+    tmp = path / 'rl_state.pt.tmp'
+    torch.save({'iteration': iteration, 'optimizer': optimizer.state_dict(), 'generator': generator.get_state(), 'replay': replay}, tmp)
+    tmp.replace(path / 'rl_state.pt')
+    for old in list_checkpoints(folder):
+        if old != path: shutil.rmtree(old)
+    return path
+
+def load_rl_checkpoint(policy:ReflectPolicy, optimizer, generator:torch.Generator, folder) -> tuple[int, list]:
+    "Restore the last complete checkpoint in `folder` into the policy, optimizer and generator: (iteration, replay buffer); (0, []) if none."
+    done = [p for p in list_checkpoints(Path(folder)) if (p / 'rl_state.pt').is_file()]
+    if not done: return 0, []
+    state = torch.load(done[-1] / 'rl_state.pt', weights_only=False)
+    policy.load_weights(done[-1]); optimizer.load_state_dict(state['optimizer']); generator.set_state(state['generator'])
+    return state['iteration'], state['replay']
+
+# %% ../../nbs/25_reflect.ipynb #d1845461
+def train_reflect(config:ReflectConfig, # the run: environment, models, data, SFT and online RL
+                  data:Sequence[dict]|None, # reflection data (`reflection_data` records); None: made from the environment's oracle
+                  out_dir, # run folder: the SFT stage's outputs, checkpoints/, train_log.jsonl, policy/ (the result)
+                  *,
+                  resume:bool=True, # continue where the run in `out_dir` stopped (False: remove its outputs and start over)
+                  progress:bool=True, # progress bars
+                  max_steps:int=-1, # stop online RL after this many iterations with a checkpoint, as an interruption would (-1: all)
+                  device:str|None=None, # where the models run (None: a GPU if there is one, else the CPU)
+                  policy:ReflectPolicy|None=None, # the policy after `sft_stage` in `out_dir` (None: `sft_stage` here)
+                 ) -> ReflectPolicy:
+    "Reflect-RL's training in `out_dir`: `sft_stage`, then online REINFORCE with replay; the trained policy, saved in `out_dir/policy`."
+    out = Path(out_dir)
+    if policy is None: policy = sft_stage(config, data, out, resume=resume, progress=progress, device=device)
+    elif not resume: raise ValueError("resume=False starts the run over, its SFT included: pass no policy")
+    elif policy.config.to_dict() != config.to_dict(): raise ValueError("train_reflect: the policy was made with another config")
+    if resume and (done := ReflectPolicy.finished(out / 'policy', config, str(policy.device))) is not None:
+        done.reflector = policy.reflector
+        return done
+    model, tok, reflector = policy.model, policy.tokenizer, policy.reflector
+    opt, gen, folder, log_file = new_optimizer(model, config), torch.Generator().manual_seed(config.seed), out / 'checkpoints', out / 'train_log.jsonl'
+    start, replay = load_rl_checkpoint(policy, opt, gen, folder)
     if log_file.is_file():  # iterations after the last checkpoint are run again: their rows go
         write_jsonl(log_file, [r for r in JsonlStore(log_file) if r['iteration'] <= start])
-    log = JsonlStore(log_file)
-    envs = {}
+    log, envs = JsonlStore(log_file), {}
     stop = config.iterations if max_steps < 0 else min(max_steps, config.iterations)
     for it in tqdm(range(start, stop), desc='online RL', disable=not progress, initial=start, total=config.iterations):
         cur = config.warmup_curriculum if it < config.warmup_iterations and config.warmup_curriculum else config.curriculum
@@ -612,29 +640,10 @@ def train_reflect(config:ReflectConfig, # the run: environment, models, data, SF
         loss = policy_update(model, tok, opt, fresh if config.replay_step else fresh + old, config)
         replay_loss = policy_update(model, tok, opt, old, config) if old and config.replay_step else None  # its own step
         replay = (replay + [e for e in fresh if e['success']])[-config.replay_size:]
-        row = {'id': f'it{it}', 'iteration': it + 1, 'curriculum': cur, 'success': success_rate(fresh),
-               'return': statistics.fmean(e['return'] for e in fresh), 'steps': statistics.fmean(len(e['steps']) for e in fresh),
-               'loss': loss, 'replayed': len(old), 'replay_loss': replay_loss, 'seconds': round(time.perf_counter() - t0, 2)}
-        log.append(row)
+        log.append({'id': f'it{it}', 'iteration': it + 1, 'curriculum': cur, 'success': success_rate(fresh),
+                    'return': statistics.fmean(e['return'] for e in fresh), 'steps': statistics.fmean(len(e['steps']) for e in fresh),
+                    'loss': loss, 'replayed': len(old), 'replay_loss': replay_loss, 'seconds': round(time.perf_counter() - t0, 2)})
         if (it + 1) % config.save_every == 0 or it + 1 in (stop, config.iterations):
-            tmp = ckpt.with_name('checkpoint.pt.tmp')
-            torch.save({'iteration': it + 1, 'adapter': trainable_state(model), 'optimizer': opt.state_dict(),
-                        'generator': gen.get_state(), 'replay': replay}, tmp)
-            tmp.replace(ckpt)
-    if stop < config.iterations: return {'stopped_at': max(start, stop), 'checkpoint': str(ckpt)}
-    metrics = {'config': config.to_dict(), 'sft': json.loads(sft_file.read_text()),
-               'rl': evaluate_policy(model, tok, config, reflector, config.eval_episodes, records_file=out / 'episodes_rl.jsonl') if config.iterations else None,
-               'written': (evaluate_policy(model, tok, config, OracleReflector(), config.eval_episodes, records_file=out / 'episodes_written.jsonl')
-                           if config.eval_written and config.reflection else None),  # the same policy with advice that is always right
-               'episodes': {'sft': 'episodes_sft.jsonl', **({'rl': 'episodes_rl.jsonl'} if config.iterations else {}),
-                            **({'written': 'episodes_written.jsonl'} if config.eval_written and config.reflection else {})},
-               'reflections_generated': reflector.generated if reflector else 0,
-               'reflections_truncated': reflector.truncated if reflector else 0, # of those generated, cut by the budget
-               'written_over_budget': over, # written reflections of the data longer than the budget
-               'train_log': [ {k: v for k, v in r.items() if k != 'id'} for r in log]}
-    if metrics['reflections_truncated'] or over:
-        warnings.warn(f"{out}: {metrics['reflections_truncated']} of {metrics['reflections_generated']} generated reflections reached the "
-                      f"{config.reflection_tokens}-token budget before their end of turn, and {over} of {len(data)} written ones are longer "
-                      f"than it (metrics['reflections_truncated'], ['written_over_budget']): raise reflection_tokens")
-    atomic_write_text(out / 'metrics.json', json.dumps(metrics, indent=1) + '\n')
-    return metrics
+            save_rl_checkpoint(policy, opt, gen, replay, it + 1, folder)
+    if stop >= config.iterations: policy.save(out / 'policy')
+    return policy

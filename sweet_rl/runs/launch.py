@@ -19,7 +19,7 @@ __all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'OFFLOAD_NEEDS', 'ACCELERATE_CO
            'RELEASE_MAX_LENGTH', 'TABLE5_CRITIC', 'BEST_OF_N_CRITICS', 'global_batch', 'grad_accum_for',
            'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records',
            'parse_args', 'load_config', 'unmet_requirements', 'accelerate_from_env', 'check_requirements', 'run_stage',
-           'run_online', 'run_reflect', 'end_processes', 'main', 'launcher_env', 'check_accelerate_config',
+           'run_online', 'run_reflect_stage', 'end_processes', 'main', 'launcher_env', 'check_accelerate_config',
            'model_facts', 'training_layout', 'memory_terms', 'estimate_memory', 'launch_plan', 'launch_training',
            'train_actor_configs', 'generation_kind', 'best_of_n_critic_configs']
 
@@ -289,9 +289,10 @@ def run_online(args:argparse.Namespace, # from `parse_args`, stage 'mtgrpo'
     return out / 'policy'
 
 # %% ../../nbs/32_launch.ipynb #532d48f9
-def run_reflect(args:argparse.Namespace, # from `parse_args`, stage 'reflect'
-               ) -> Path:
-    "Train a policy with Reflect-RL in this process (one process: its models are small and its online RL is sequential); the run folder."
+def run_reflect_stage(args:argparse.Namespace, # from `parse_args`, stage 'reflect'
+                     ) -> Path:
+    "Train a policy with Reflect-RL in this process (one process: its models are small and its online RL is sequential); the folder of the saved policy."
+    from sweet_rl.base.train import list_checkpoints
     from sweet_rl.methods.reflect import ReflectConfig, train_reflect
     info = process_info()
     if info.world_size > 1: raise ValueError(f"Reflect-RL trains in one process, not {info.world_size}: launch it with `num_processes: 1`")
@@ -300,10 +301,11 @@ def run_reflect(args:argparse.Namespace, # from `parse_args`, stage 'reflect'
     out = Path(args.out)
     atomic_write_text(out / 'params.json', json.dumps({'stage': args.stage, 'config': config.to_dict(), 'processes': 1,
                                                        'max_steps': args.max_steps, 'device': device}, indent=2, sort_keys=True) + '\n')
-    result = train_reflect(config, None, out, resume=not args.no_resume, progress=not args.no_progress, max_steps=args.max_steps, device=device)
-    _say(info, f"stopped after iteration {result['stopped_at']}; resume from {result['checkpoint']}" if 'stopped_at' in result
-               else f"saved {out} (metrics.json)")
-    return out
+    train_reflect(config, None, out, resume=not args.no_resume, progress=not args.no_progress, max_steps=args.max_steps, device=device)
+    last = list_checkpoints(out / 'checkpoints')[-1:]
+    _say(info, f"saved {out / 'policy'}" if (out / 'policy').is_dir() else
+               f"stopped after iteration {last[0].name.split('-')[-1] if last else 0}; resume from {out / 'checkpoints'}")
+    return out / 'policy'
 
 # %% ../../nbs/32_launch.ipynb #1528d5ec
 def end_processes():
@@ -318,7 +320,7 @@ def main(argv:Sequence[str]|None=None) -> Path|dict:
     "Entry point of `python -m sweet_rl.runs.launch` (and of `accelerate launch ... -m sweet_rl.runs.launch`)."
     args = parse_args(argv)
     if args.stage in ('mtgrpo', 'reflect', 'critic', 'actor'):
-        result = {'mtgrpo': run_online, 'reflect': run_reflect}.get(args.stage, run_stage)(args)
+        result = {'mtgrpo': run_online, 'reflect': run_reflect_stage}.get(args.stage, run_stage)(args)
         end_processes()
         return result
     out = launch_plan(args.what, args.config, args.accelerate, args.data, args.seq_len, args.gpu_memory_gb)
@@ -504,7 +506,7 @@ def launch_training(what:str, # 'critic', 'actor', 'mtgrpo' or 'reflect'
     if proc.returncode != 0:
         tail = (out / 'launch.log').read_text(errors='replace')[-2000:]
         raise RuntimeError(f"`{' '.join(cmd[3:6])} ...` failed with exit code {proc.returncode}; log: {out / 'launch.log'}\n{tail}")
-    return {'mtgrpo': out / 'policy', 'reflect': out}.get(what, out / what)
+    return out / 'policy' if what in ('mtgrpo', 'reflect') else out / what
 
 # %% ../../nbs/32_launch.ipynb #19bf1959
 def train_actor_configs(params:dict, # the parameters of `nbs/train_actor.ipynb` (all of them: defaults included)
