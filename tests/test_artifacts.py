@@ -142,15 +142,20 @@ def test_mtgrpo_renders_while_runs_are_pending(tmp_path):
     import pandas as pd
     results, out = tmp_path / 'results', tmp_path / 'figures'
     shutil.copytree(RESULTS_DIR, results, ignore=shutil.ignore_patterns('runs'))
-    # search: GRPO-OR with seeds 0 and 1 (the committed run twice), MT-GRPO seed 0 with a higher exact match, GRPO-MR pending
+    # search: GRPO-OR with seeds 0 and 1 and MT-GRPO seed 0 (the committed GRPO-OR seed 0 run, copied), exact match set to
+    # 10 [5, 15] for GRPO-OR and 50 [40, 60] for MT-GRPO; GRPO-MR pending
     search, curves = pd.read_csv(RESULTS_DIR / 'mtgrpo.csv'), pd.read_csv(RESULTS_DIR / 'mtgrpo_curves.csv')
-    run_of = lambda mode: search.loc[search['param.mode'] == mode, 'run'].iloc[0]
-    or_run, mt_run = run_of('or'), run_of('mt')
-    mt = search[search['run'] == mt_run].copy()
-    mt.loc[mt['label'] == 'trained', ['exact_match_pct', 'exact_match_pct_lo', 'exact_match_pct_hi']] = [50.0, 40.0, 60.0]
-    second = search[search['run'] == or_run].assign(run='or-seed1', **{'param.seed': 1})
-    pd.concat([search[search['run'] == or_run], second, mt]).to_csv(results / 'mtgrpo.csv', index=False)
-    pd.concat([curves, curves[curves['run'] == or_run].assign(run='or-seed1')]).to_csv(results / 'mtgrpo_curves.csv', index=False)
+    or_run = search.loc[(search['param.mode'] == 'or') & (search['param.seed'] == 0), 'run'].iloc[0]
+    cols = ['exact_match_pct', 'exact_match_pct_lo', 'exact_match_pct_hi']
+    first = search[search['run'] == or_run].astype({c: float for c in cols})
+    first.loc[first['label'] == 'trained', cols] = [10.0, 5.0, 15.0]
+    mt = first.assign(run='mt-seed0', **{'param.mode': 'mt'})
+    mt.loc[mt['label'] == 'trained', cols] = [50.0, 40.0, 60.0]
+    second = first.assign(run='or-seed1', **{'param.seed': 1})
+    pd.concat([first, second, mt]).to_csv(results / 'mtgrpo.csv', index=False)
+    copies = [curves[curves['run'] == or_run].assign(run=r) for r in ('or-seed1', 'mt-seed0')]
+    pd.concat([curves[curves['run'] == or_run], *copies]).to_csv(results / 'mtgrpo_curves.csv', index=False)
+    steps = int(first['metric.train_steps'].iloc[0])
     pd.DataFrame([{'study': 'mtgrpo', 'scale': 'small', 'run': f'{m}-{s}', 'notebook': 'train_mtgrpo', 'param.env': 'search',
                    'param.mode': m, 'param.seed': s} for m, s in [('mr', 0), ('mr', 1), ('mt', 1)]]).to_csv(results / 'mtgrpo_pending.csv', index=False)
     base = {'study': 'mtgrpo_colbench', 'scale': 'small', 'run': 'or-run', 'notebook': 'train_mtgrpo', 'commit': 'abc1234567',
@@ -171,7 +176,7 @@ def test_mtgrpo_renders_while_runs_are_pending(tmp_path):
     rows = {l.split(' | ')[0].lstrip('| '): l.split(' | ')[1:] for l in md.splitlines() if l.startswith('| ') and ', seed ' in l.split(' | ')[0]}
     assert [k for k in rows] == ['GRPO-OR, seed 0', 'GRPO-OR, seed 1', 'GRPO-MR, seed 0', 'GRPO-MR, seed 1', 'MT-GRPO, seed 0', 'MT-GRPO, seed 1'], rows
     assert rows['GRPO-MR, seed 0'][0] == 'pending' and rows['MT-GRPO, seed 0'][3] == '50.0 [40.0, 60.0]', rows
-    assert 'seeds 0, 1' in md and '- GRPO-OR, seed 1, by quarter of its 20 steps: tool execution ' in md, md
+    assert 'seeds 0, 1' in md and f'- GRPO-OR, seed 1, by quarter of its {steps} steps: tool execution ' in md, md
     assert "MT-GRPO above GRPO-OR on held-out exact match in 1 of 1 seeds" in md, md
     assert 'Still running: GRPO-MR (seeds 0, 1); MT-GRPO (seed 1)' in md and '3 runs pending (mr-0, mr-1, mt-1)' in md, md
     line = next(l for l in md.splitlines() if l.startswith('| MT-GRPO (+ SWEET critic turn reward)'))
