@@ -402,6 +402,8 @@ def release_models(stage:str='a launched stage', # what is about to start, named
 # %% ../../nbs/06_train.ipynb #e967e258
 class Policy(SavedWeights):
     "A causal LM trained as a policy (a LoRA adapter, or all weights), with generation backends on it."
+    backbone = 'model'  # the config field that names the model (a subclass may read another)
+
     @classmethod
     def wants_reference(cls, config) -> bool:
         "Whether the method compares with the starting weights, so full fine-tuning keeps a frozen copy of them (default: always)."
@@ -413,7 +415,7 @@ class Policy(SavedWeights):
         "A fresh policy: the model with a new LoRA adapter, or trainable weights (and a frozen copy if `wants_reference`)."
         cfg = config or cls.config_class()
         seed_everything(cfg.seed)
-        model, tok = load_model(cfg.model, dtype=cfg.dtype, device=device)
+        model, tok = load_model(getattr(cfg, cls.backbone), dtype=cfg.dtype, device=device)
         if cfg.lora: return cls(add_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets).eval(), tok, cfg)
         ref = copy.deepcopy(model).requires_grad_(False).eval() if cls.wants_reference(cfg) else None
         return cls(model.requires_grad_(True), tok, cfg, ref)
@@ -428,5 +430,5 @@ class Policy(SavedWeights):
         if self.config.lora or self.ref_model is not None:
             with frozen_reference(self.model, self.ref_model) as lm: yield TransformersBackend(lm, self.tokenizer, batch_size=batch_size)
         else:
-            base = load_model(self.config.model, dtype=self.config.dtype, device=str(self.device))[0]
+            base = load_model(getattr(self.config, self.backbone), dtype=self.config.dtype, device=str(self.device))[0]
             yield TransformersBackend(base, self.tokenizer, batch_size=batch_size)

@@ -5,7 +5,7 @@
 # %% ../../nbs/25_reflect.ipynb #deb1bba9
 from __future__ import annotations
 import json, random, shutil, statistics, time, warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
@@ -13,14 +13,14 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from ..base.core import (Config, JsonlStore, atomic_write_text, read_jsonl, register, seed_everything, stable_id, write_jsonl,
+from ..base.core import (Config, JsonlStore, atomic_write_text, read_jsonl, register, stable_id, write_jsonl,
                                 write_manifest)
-from ..base.models import DEFAULT_CACHE_BYTES, SamplingParams, TransformersBackend, add_lora, end_of_turn_ids, generation_prompt_ids, load_model
+from ..base.models import DEFAULT_CACHE_BYTES, SamplingParams, TransformersBackend, end_of_turn_ids, generation_prompt_ids
 from ..base.protocol import ChoiceEnv
 from ..envs.taxi import DangerousTaxiEnv, MixedStep, TaxiConfig, mixed_oracle_rollout, taxi_seeds
 from ..envs.explore import ExploreConfig, ExploreEnv, explore_tasks
 from ..base.train import (ExampleDataset, ObjectiveTrainer, Policy, ProgressFile, TimedCheckpoints, TrainConfig, list_checkpoints,
-                                 trainable_state, training_arguments)
+                                 training_arguments)
 
 # %% auto #0
 __all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CHOICE_SETTINGS', 'EXPLORE_DEPTHS', 'EXPLORE_MAX_ENTRIES',
@@ -272,11 +272,9 @@ def label_nll(model, tokenizer, prompts:Sequence[str], n_actions:Sequence[int], 
 
 # %% ../../nbs/25_reflect.ipynb #8b27d976
 def lora_lm(name:str, config:ReflectConfig, device:str|None=None):
-    "(model with a fresh LoRA adapter of Table 3's rank, tokenizer with a pad token), seeded."
-    seed_everything(config.seed)
-    model, tok = load_model(name, dtype=config.dtype, device=device)
-    if tok.pad_token is None: tok.pad_token = tok.eos_token
-    return add_lora(model, config.lora_r, config.lora_alpha, config.lora_targets).eval(), tok
+    "(model `name` with a fresh LoRA adapter of the config's rank, its tokenizer), seeded: `Policy.build` on that model."
+    policy = Policy.build(replace(config, model=name), device)
+    return policy.model, policy.tokenizer
 
 # %% ../../nbs/25_reflect.ipynb #c59edd1c
 def new_optimizer(model, config:ReflectConfig) -> torch.optim.Optimizer:
@@ -483,14 +481,8 @@ def success_rate(episodes:Sequence[dict]) -> float:
 # %% ../../nbs/25_reflect.ipynb #456c3e05
 class ReflectPolicy(Policy):
     "The Reflect-RL policy: `config.model` with a LoRA adapter of Table 3's rank; `reflector` is the frozen reflection model it reads (None: none)."
-    config_file, config_class, backbone = 'reflect_config.json', ReflectConfig, 'model'
+    config_file, config_class = 'reflect_config.json', ReflectConfig
     reflector = None
-
-    @classmethod
-    def build(cls, config:ReflectConfig|None=None, device:str|None=None):
-        "A fresh model of the config's `backbone` field with a new adapter (seeded), its tokenizer padding."
-        cfg = config or cls.config_class()
-        return cls(*lora_lm(getattr(cfg, cls.backbone), cfg, device), cfg)
 
 # %% ../../nbs/25_reflect.ipynb #cd3e3bac
 class ReflectionModel(ReflectPolicy):
@@ -617,12 +609,14 @@ def train_reflect(config:ReflectConfig, # the run: environment, models, data, SF
                  ) -> ReflectPolicy:
     "Reflect-RL's training in `out_dir`: `sft_stage`, then online REINFORCE with replay; the trained policy, saved in `out_dir/policy`."
     out = Path(out_dir)
-    if policy is None: policy = sft_stage(config, data, out, resume=resume, progress=progress, device=device)
+    if policy is None: _open_run(config, data, out, resume)  # checked (or cleared) before any model loads
     elif not resume: raise ValueError("resume=False starts the run over, its SFT included: pass no policy")
     elif policy.config.to_dict() != config.to_dict(): raise ValueError("train_reflect: the policy was made with another config")
-    if resume and (done := ReflectPolicy.finished(out / 'policy', config, str(policy.device))) is not None:
-        done.reflector = policy.reflector
+    if (done := ReflectPolicy.finished(out / 'policy', config, device)) is not None:  # a finished run: its policy and reflector only
+        done.reflector = policy.reflector if policy is not None else (
+            ReflectionModel.load(out / 'reflection', device).frozen() if config.reflection else None)
         return done
+    if policy is None: policy = sft_stage(config, data, out, progress=progress, device=device)
     model, tok, reflector = policy.model, policy.tokenizer, policy.reflector
     opt, gen, folder, log_file = new_optimizer(model, config), torch.Generator().manual_seed(config.seed), out / 'checkpoints', out / 'train_log.jsonl'
     start, replay = load_rl_checkpoint(policy, opt, gen, folder)

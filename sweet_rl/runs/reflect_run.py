@@ -43,14 +43,15 @@ def run_reflect(config:ReflectConfig, run_dir, # the run folder (`core.start_run
                 *, progress:bool=False, device:str|None=None, say:Callable=print) -> dict:
     "SFT stage -> its evaluation -> online RL -> the final evaluations; writes the episodes and `metrics.json` in `run_dir`."
     run_dir = Path(run_dir)
-    policy = sft_stage(config, data, run_dir, progress=progress, device=device)
     evaluate = lambda p, reflector, name: evaluate_policy(p.model, p.tokenizer, config, reflector, config.eval_episodes,
                                                           records_file=run_dir / f'episodes_{name}.jsonl')
-    sft_file = run_dir / 'eval_sft.json'
-    if not sft_file.is_file(): atomic_write_text(sft_file, json.dumps(evaluate(policy, policy.reflector, 'sft')) + '\n')  # (episodes first)
+    sft_file, policy = run_dir / 'eval_sft.json', None
+    if not sft_file.is_file():  # the SFT policy evaluated before online RL changes it (its episodes first: a cut run evaluates again)
+        policy = sft_stage(config, data, run_dir, progress=progress, device=device)
+        atomic_write_text(sft_file, json.dumps(evaluate(policy, policy.reflector, 'sft')) + '\n')
     evaluations = {'sft': json.loads(sft_file.read_text())}
     say(f"after SFT: {evaluations['sft']}")
-    policy = train_reflect(config, data, run_dir, progress=progress, device=device, policy=policy)
+    policy = train_reflect(config, data, run_dir, progress=progress, device=device, policy=policy)  # one reflector for every stage
     evaluations['rl'] = evaluate(policy, policy.reflector, 'rl') if config.iterations else None
     evaluations['written'] = (evaluate(policy, OracleReflector(), 'written')  # the same policy with advice that is always right
                               if config.eval_written and config.reflection else None)
