@@ -356,7 +356,7 @@ def run_params(namespace:dict, # the notebook's globals (`globals()`), after its
     if not names: raise ValueError("no annotated parameters in this namespace (declare them as `name: type = value`)")
     return {k: namespace[k] for k in names if k not in exclude and k in namespace}
 
-LATER_PARAMS = {'best_of_n': {'accelerate': ''}, 'train_reflect': {'eval_written': False}} # parameters a notebook gained after runs of it were made, at their defaults
+LATER_PARAMS = {'best_of_n': {'accelerate': ''}, 'train_mtgrpo': {'tool_noise': 0.0}, 'train_reflect': {'eval_written': False, 'reflection_sft_steps': 0, 'advice_states': 0, 'advice_every': 0}} # parameters a notebook gained after runs of it were made, at their defaults
 
 # %% ../../nbs/00_core.ipynb #6b9f4e06
 def run_identity(experiment, params:dict) -> dict:

@@ -4,23 +4,23 @@
 
 # %% ../../nbs/12_search.ipynb #b6096322
 from __future__ import annotations
-import re
+import random, re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, NamedTuple, Sequence
 
-from ..base.core import Config
+from ..base.core import Config, stable_id
 from ..base.data import dialogue_turns, split_tasks
 from ..base.models import SamplingParams
 from ..base.protocol import CollaborativeEnv
 
 # %% auto #0
 __all__ = ['QUESTION_KINDS', 'TAGS', 'AGENT_STOP', 'FINISH_REASONS', 'NO_TOOL_CALL', 'SEARCH_REWARDS', 'SEARCH_PROMPT',
-           'country_facts', 'country_document', 'SearchTask', 'country_questions', 'search_tasks', 'tag_fields',
-           'xml_fields', 'restore_stop', 'tool_query', 'result_text', 'SearchTool', 'default_search_tool', 'tool_calls',
-           'has_tool_result', 'final_answer', 'tool_execution', 'answer_in_result', 'answer_present', 'exact_match',
-           'xml_format_score', 'xml_format', 'xml_tags_score', 'xml_tags', 'RewardTerm', 'reward_components',
-           'SearchEnvConfig', 'SearchEnv']
+           'UNAIDED_PROMPT', 'country_facts', 'country_document', 'SearchTask', 'country_questions', 'search_tasks',
+           'tag_fields', 'xml_fields', 'restore_stop', 'tool_query', 'result_text', 'SearchTool', 'default_search_tool',
+           'tool_calls', 'has_tool_result', 'final_answer', 'tool_execution', 'answer_in_result', 'answer_present',
+           'exact_match', 'xml_format_score', 'xml_format', 'xml_tags_score', 'xml_tags', 'RewardTerm',
+           'reward_components', 'SearchEnvConfig', 'SearchEnv']
 
 # %% ../../nbs/12_search.ipynb #59ccb2ca
 def _aliases(name:str, spellings:Sequence[str]) -> list[str]:
@@ -179,17 +179,23 @@ class SearchTool:
     "BM25 search over documents (default: one per country); answers agents' tool calls in the rollout loop."
     def __init__(self, documents:Sequence[str]|None=None, # the collection (default: `country_document` of every country)
                  top_k:int=2, # documents per result
+                 noise:float=0.0, # chance that a query's result is `top_k` documents drawn at random instead (drawn once per query)
+                 seed:int=0, # seed of the noise draws
                 ):
         import bm25s
         if top_k < 1: raise ValueError(f"top_k must be >= 1, got {top_k}")
+        if not 0 <= noise <= 1: raise ValueError(f"noise must be within [0, 1], got {noise}")
+        self.noise, self.seed = noise, seed
         self.documents = list(documents) if documents is not None else [country_document(f) for f in country_facts()]
         self.top_k, self._bm25s = top_k, bm25s
         self.index = bm25s.BM25()
         self.index.index(bm25s.tokenize(self.documents, stopwords='en', show_progress=False), show_progress=False)
 
     def search(self, query:str) -> str:
-        "The result text of a query: the best documents, one per paragraph, or an error."
+        "The result text of a query: the best documents (or, with `noise`, random ones), one per paragraph, or an error."
         if not query.strip(): return "Error: empty query."
+        if self.noise and (rng := random.Random(stable_id(['search noise', self.seed, query.strip()]))).random() < self.noise:
+            return '\n\n'.join(self.documents[i] for i in rng.sample(range(len(self.documents)), min(self.top_k, len(self.documents))))
         words = self._bm25s.tokenize([query], stopwords='en', show_progress=False, return_ids=False)
         if not words[0]: return "No document matches the query."
         ids, scores = self.index.retrieve(words, k=min(self.top_k, len(self.documents)), show_progress=False)
@@ -325,13 +331,23 @@ Peru is a country in South America. The capital of Peru is Lima.
 
 Question: {problem_description}"""
 
+UNAIDED_PROMPT = """Answer the question from what you know (there is no tool).
+Think inside <reasoning>...</reasoning>, then give your final answer inside <answer>...</answer>.
+In <answer>, write the name (or the code) alone: no sentence, no explanation.
+
+Example:
+<reasoning>The capital of Peru is Lima.</reasoning>
+<answer>Lima</answer>
+
+Question: {problem_description}"""
+
 @dataclass
 class SearchEnvConfig(Config):
     "Protocol of a search-tool question-answering episode."
     max_turns:int=2 # agent messages before the episode is cut off (paper: 2, a search then an answer)
     reply_chars:int=1000 # characters of a search result the agent reads
-    single_turn:bool=False # no search: the agent answers in its first message
-    agent_template:str|None=None # path to an agent prompt file with {problem_description}; None: `SEARCH_PROMPT`
+    single_turn:bool=False # no search: the agent answers from what it knows in its first message (`UNAIDED_PROMPT`)
+    agent_template:str|None=None # path to an agent prompt file with {problem_description}; None: `SEARCH_PROMPT` (`UNAIDED_PROMPT` if `single_turn`)
 
 # %% ../../nbs/12_search.ipynb #79b755f0
 class SearchEnv(CollaborativeEnv):
@@ -345,7 +361,7 @@ class SearchEnv(CollaborativeEnv):
             self.agent_template = Path(self.config.agent_template).read_text()
             if '{problem_description}' not in self.agent_template:
                 raise ValueError(f"{self.config.agent_template}: the agent template needs a {{problem_description}} field")
-        else: self.agent_template = SEARCH_PROMPT
+        else: self.agent_template = UNAIDED_PROMPT if self.config.single_turn else SEARCH_PROMPT
 
     def first_message(self) -> str: return self.agent_template.format(problem_description=self.task.problem_description)
 

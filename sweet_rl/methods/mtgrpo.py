@@ -198,6 +198,7 @@ class SettingConfig(Config):
 class SearchSettingConfig(SettingConfig):
     "The search setting: the tool's documents per result and the split of the country questions."
     top_k:int=2 # documents per result
+    tool_noise:float=0.0 # chance that a query's result is random documents instead (`SearchTool`'s `noise`, drawn per query with the run's seed)
     question_kinds:list|None=None # question kinds (None: all of `QUESTION_KINDS`)
     test_fraction:float=0.2 # share of countries held out for evaluation
     split_seed:int=0 # seed of the split by country (fixed apart from the run's seed, so every run evaluates the same countries)
@@ -226,7 +227,7 @@ def no_tool_result(records:Sequence[dict]) -> list[bool]:
 def search_setting(c:SearchSettingConfig, seed:int=0) -> Setting:
     "The paper's setting: country questions, the BM25 tool, the six rewards; credit merged where the tool gave nothing."
     from sweet_rl.envs.search import SearchTool, search_tasks
-    make_env = env_factory('search', SearchTool(top_k=c.top_k), **c.env_fields())
+    make_env = env_factory('search', SearchTool(top_k=c.top_k, noise=c.tool_noise, seed=seed), **c.env_fields())
     split = dict(test_fraction=c.test_fraction, seed=c.split_seed, kinds=c.question_kinds)
     return Setting(make_env, _subset(search_tasks('train', **split), c.n_tasks, seed), search_tasks('test', **split), search_rewards(),
                    no_tool_result)

@@ -5,12 +5,14 @@
 # %% ../../nbs/25_reflect.ipynb #deb1bba9
 from __future__ import annotations
 import json, random, shutil, statistics, time, warnings
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, Collection, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
+from transformers import TrainerCallback
 from tqdm.auto import tqdm
 
 from ..base.core import (Config, JsonlStore, atomic_write_text, read_jsonl, register, stable_id, write_jsonl,
@@ -28,10 +30,10 @@ __all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CHOICE_SETTINGS'
            'episode_seeds', 'Memory', 'recall', 'reflection_prompt', 'policy_prompt', 'action_labels',
            'written_reflection', 'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll',
            'sft_target', 'label_nll', 'lora_lm', 'new_optimizer', 'SFTTrainer', 'sft_batches', 'sft', 'Reflector',
-           'OracleReflector', 'advised_action', 'advice_metrics', 'written_over_budget', 'returns_to_go',
-           'reinforce_loss', 'ppo_loss', 'play', 'policy_update', 'success_rate', 'ReflectPolicy', 'ReflectionModel',
-           'episode_record', 'evaluate_policy', 'clear_reflect_run', 'sft_stage', 'save_rl_checkpoint',
-           'load_rl_checkpoint', 'train_reflect']
+           'OracleReflector', 'advised_action', 'advice_metrics', 'reflection_prompts', 'heldout_states',
+           'advice_check', 'AdviceCurve', 'written_over_budget', 'returns_to_go', 'reinforce_loss', 'ppo_loss', 'play',
+           'policy_update', 'success_rate', 'ReflectPolicy', 'ReflectionModel', 'episode_record', 'evaluate_policy',
+           'clear_reflect_run', 'sft_stage', 'save_rl_checkpoint', 'load_rl_checkpoint', 'train_reflect']
 
 # %% ../../nbs/25_reflect.ipynb #0872a20f
 LABELS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'  # one token each in the packaged models' vocabularies (checked by `label_ids`)
@@ -99,6 +101,7 @@ class ReflectConfig(TrainConfig):
     max_grad_norm:float=0.3 # Table 3
     weight_decay:float=1e-3 # Table 3
     sft_steps:int=40 # optimizer steps of each SFT (reflection model, then policy)
+    reflection_sft_steps:int=0 # optimizer steps of the reflection model's SFT (0: `sft_steps`)
     batch_size:int=4 # examples per SFT step (the experiment notebook's `sft_batch_size`)
     warmup_ratio:float=0.0 # SFT: share of the steps warming up (0: a constant learning rate, as the authors' SFT)
     lr_scheduler:str='constant' # SFT: any 🤗 scheduler name
@@ -113,6 +116,8 @@ class ReflectConfig(TrainConfig):
     clip_eps:float=0.2 # ppo: the probability ratio is clipped to [1 - clip_eps, 1 + clip_eps]
     eval_episodes:int=20 # test episodes before and after training (greedy)
     eval_written:bool=False # also evaluate the final policy with reflections written from the oracle (`OracleReflector`): is the advice or the policy to blame?
+    advice_states:int=0 # after its SFT, check the reflection model's advice against the oracle at this many states of held-out episodes (0: no check)
+    advice_every:int=0 # also check it every this many steps of its SFT, on the same states (0: only after it)
     save_every:int=5 # online RL: checkpoint every this many iterations (a run resumes from its last checkpoint; SFT: `save_steps`)
 
     @property
@@ -129,7 +134,9 @@ class ReflectConfig(TrainConfig):
         if self.algorithm not in ('reinforce', 'ppo'): raise ValueError(f"algorithm must be 'reinforce' or 'ppo', got {self.algorithm!r}")
         if self.ppo_epochs < 1 or not 0 < self.clip_eps < 1: raise ValueError(f"ppo needs ppo_epochs >= 1 and 0 < clip_eps < 1, got {self.ppo_epochs}, {self.clip_eps}")
         if not self.lora: raise ValueError("Reflect-RL trains LoRA adapters on both models: lora must be True")
-        if self.sft_steps < 0: raise ValueError(f"sft_steps must be at least 0, got {self.sft_steps}")
+        for name in ('sft_steps', 'reflection_sft_steps', 'advice_states', 'advice_every'):
+            if getattr(self, name) < 0: raise ValueError(f"{name} must be at least 0, got {getattr(self, name)}")
+        if self.advice_every and not self.advice_states: raise ValueError("advice_every needs advice_states: the states the advice is checked at")
         super().__post_init__()
 
 # %% ../../nbs/25_reflect.ipynb #da13a272
@@ -307,6 +314,7 @@ def sft(model, loss_fn:Callable, # (list of examples) -> loss tensor
         out_dir, # the model's folder: Trainer checkpoints (removed when done), `sft_losses.jsonl`, `progress.json`
         desc:str='sft', progress:bool=True,
         resume:bool=True, # continue from the last checkpoint in `out_dir`
+        callbacks:Sequence=(), # more 🤗 `TrainerCallback`s (e.g. `AdviceCurve`)
        ) -> list[float]:
     "`config.sft_steps` optimizer steps on the 🤗 Trainer over seeded batches of `examples` (clipped gradients, AdamW); the loss of each step."
     out = Path(out_dir); ckpt, losses = out / 'checkpoints', out / 'sft_losses.jsonl'
@@ -319,7 +327,7 @@ def sft(model, loss_fn:Callable, # (list of examples) -> loss tensor
                                   train_sampling_strategy='sequential')
         trainer = SFTTrainer(model=model, args=args, train_dataset=ExampleDataset(sft_batches(examples, config)), data_collator=lambda rows: rows[0],
                              config=config, loss_fn=loss_fn, losses_file=losses,
-                             callbacks=[TimedCheckpoints(config.save_minutes), ProgressFile(out / 'progress.json')])
+                             callbacks=[TimedCheckpoints(config.save_minutes), ProgressFile(out / 'progress.json'), *callbacks])
         if progress: print(desc)
         trainer.train(resume_from_checkpoint=str(last[0]) if last else None)
     model.eval()
@@ -382,6 +390,57 @@ def advice_metrics(episodes:Sequence[dict]) -> dict:
             'advice_right': share([a == s.get('oracle') for a, s in zip(advice, steps)]),
             'followed': share([a == s['action'] for a, s in zip(advice, steps)]),
             'agrees_with_oracle': share([s['action'] == s.get('oracle') for s in steps])}
+
+# %% ../../nbs/25_reflect.ipynb #277cc95f
+def reflection_prompts(examples:Sequence[dict], # `reflection_data` records
+                       config:ReflectConfig) -> list[str]:
+    "The reflection model's prompt at each record's state (`reflection_prompt` with the record's recent steps)."
+    return [reflection_prompt(e['instruction'], e['state'], [Memory(*m) for m in e['memory']], config.memory) for e in examples]
+
+# %% ../../nbs/25_reflect.ipynb #78dfaa05
+def heldout_states(config:ReflectConfig, n:int) -> list[dict]:
+    "The first `n` states of oracle + random episodes on the test seeds, as `reflection_data` records (the training data's mix, other episodes)."
+    out, offset, chunk = [], 0, max(8, n)
+    while len(out) < n:
+        if offset >= 100 * chunk: raise RuntimeError(f"{config.env}: {offset} test episodes gave only {len(out)} of {n} states")
+        out += reflection_data(config, episode_seeds(config, 'test', chunk, offset)); offset += chunk
+    return out[:n]
+
+# %% ../../nbs/25_reflect.ipynb #bf4712ae
+def advice_check(reflector, # a `Reflector` (or anything mapping prompts to reflections, with a `truncated` count)
+                 config:ReflectConfig, states:Sequence[dict], # `reflection_data` records, e.g. `heldout_states`
+                 seen:Collection[str]=(), # states of the training data (`state` fields): the others are "unseen"
+                ) -> tuple[dict, list[dict]]:
+    "The reflector's advice at `states` against the oracle's action: shares named and right, overall and at unseen states, and one action's baseline; a row per state."
+    before = reflector.truncated
+    texts = reflector(reflection_prompts(states, config))
+    rows = [{'seed': e['seed'], 'oracle': e['oracle'], 'advice': advised_action(t, e['actions']), 'seen': e['state'] in seen,
+             'after_mistake': e['after_mistake'], 'reflection': t} for e, t in zip(states, texts)]
+    share = lambda rs, f: round(sum(map(f, rs)) / len(rs), 4) if rs else None
+    unseen, common = [r for r in rows if not r['seen']], Counter(r['oracle'] for r in rows).most_common(1)
+    return ({'states': len(rows), 'advice_named': share(rows, lambda r: r['advice'] is not None),
+             'advice_right': share(rows, lambda r: r['advice'] == r['oracle']), 'unseen_states': len(unseen),
+             'advice_right_unseen': share(unseen, lambda r: r['advice'] == r['oracle']),
+             'one_action': common[0][0] if common else None, 'one_action_right': share(rows, lambda r: r['oracle'] == common[0][0]),
+             'truncated': reflector.truncated - before}, rows)
+
+# %% ../../nbs/25_reflect.ipynb #8bf185a0
+class AdviceCurve(TrainerCallback):
+    "During an SFT: every `every` optimizer steps before the last, `check()`'s summary as a row of `path` (the model in eval mode meanwhile)."
+    def __init__(self, model, check:Callable, # () -> a summary dict (`advice_check`'s first value)
+                 every:int, path):
+        if every < 1: raise ValueError(f"every must be at least 1, got {every}")
+        self.model, self.check, self.every, self.path, self.started = model, check, every, Path(path), False
+    def on_step_begin(self, args, state, control, **kwargs):
+        if not self.started and self.path.is_file():  # resumed: the rows after the checkpoint's step are measured again
+            write_jsonl(self.path, [r for r in JsonlStore(self.path) if r['step'] <= state.global_step])
+        self.started = True
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step % self.every or state.global_step >= state.max_steps: return
+        was = self.model.training; self.model.eval()
+        try: summary = self.check()
+        finally: self.model.train(was)
+        JsonlStore(self.path).append({'id': str(state.global_step), 'step': state.global_step, **summary})
 
 # %% ../../nbs/25_reflect.ipynb #eeb4221b
 def written_over_budget(tokenizer, data:Sequence[dict], # reflection data (`reflection_data`)
@@ -519,7 +578,7 @@ def evaluate_policy(model, tokenizer, config:ReflectConfig, reflector:Reflector|
 
 # %% ../../nbs/25_reflect.ipynb #81b4451c
 REFLECT_OUTPUTS = ('reflect_config.json', 'reflection_data.jsonl', 'reflection', 'policy_sft', 'reflection_sft_loss.json', 'policy_sft_loss.json',
-                   'eval_sft.json', 'episodes_sft.jsonl', 'checkpoints', 'train_log.jsonl', 'policy', 'episodes_rl.jsonl', 'episodes_written.jsonl',
+                   'eval_reflection.json', 'reflection_states.jsonl', 'eval_sft.json', 'episodes_sft.jsonl', 'checkpoints', 'train_log.jsonl', 'policy', 'episodes_rl.jsonl', 'episodes_written.jsonl',
                    'metrics.json')  # what a Reflect-RL run writes in its folder (`train_reflect`, `runs.reflect_run.run_reflect`)
 
 def clear_reflect_run(out:Path):
@@ -552,18 +611,25 @@ def sft_stage(config:ReflectConfig, # the run
               data:Sequence[dict]|None, # reflection data (`reflection_data` records); None: made from the environment's oracle
               out_dir, # run folder: reflection_data.jsonl, reflection/, policy_sft/, their loss logs
               *, resume:bool=True, progress:bool=True, device:str|None=None) -> ReflectPolicy:
-    "The reflection data, the reflection model's SFT (then frozen: the policy's `reflector`) and the policy's SFT in `out_dir`, each done once."
+    "The reflection data, the reflection model's SFT (then frozen: the policy's `reflector`; its advice checked if `advice_states`) and the policy's SFT in `out_dir`, each done once."
     out = Path(out_dir); data = _open_run(config, data, out, resume)
     reflector = None
     if config.reflection:
+        held, seen = heldout_states(config, config.advice_states), {e['state'] for e in data}
+        check = lambda model, tok: advice_check(Reflector(model, tok, config.reflection_tokens, cache=False), config, held, seen)
         if (rm := ReflectionModel.finished(out / 'reflection', config, device)) is None:
             rm = ReflectionModel.build(config, device)
             eot = end_of_turn_ids(rm.tokenizer, rm.model)[0]
-            prompts = lambda ex: [reflection_prompt(e['instruction'], e['state'], [Memory(*m) for m in e['memory']], config.memory) for e in ex]
-            losses = sft(rm.model, lambda ex: reply_nll(rm.model, rm.tokenizer, prompts(ex), [e['reflection'] for e in ex], eot),
-                         data, config, out / 'reflection', 'reflection SFT', progress)
+            curve = [AdviceCurve(rm.model, lambda: check(rm.model, rm.tokenizer)[0], config.advice_every, out / 'reflection' / 'advice.jsonl')
+                     ] if config.advice_every else []
+            losses = sft(rm.model, lambda ex: reply_nll(rm.model, rm.tokenizer, reflection_prompts(ex, config), [e['reflection'] for e in ex], eot),
+                         data, replace(config, sft_steps=config.reflection_sft_steps or config.sft_steps), out / 'reflection', 'reflection SFT',
+                         progress, callbacks=curve)
             rm.save(out / 'reflection'); atomic_write_text(out / 'reflection_sft_loss.json', json.dumps(losses) + '\n')
         reflector = rm.frozen()
+        if held and not (out / 'eval_reflection.json').is_file():  # the advice at held-out states, before the policy ever reads it
+            summary, rows = check(rm.model, rm.tokenizer)
+            write_jsonl(out / 'reflection_states.jsonl', rows); atomic_write_text(out / 'eval_reflection.json', json.dumps(summary) + '\n')
     if (policy := ReflectPolicy.finished(out / 'policy_sft', config, device)) is None:
         policy, rng = ReflectPolicy.build(config, device), random.Random(config.seed)
         def loss(ex):
