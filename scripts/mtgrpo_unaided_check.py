@@ -46,13 +46,14 @@ def main():
     from sweet_rl.base.core import atomic_write_text, write_jsonl, write_manifest
     from sweet_rl.base.models import make_backend
     from sweet_rl.base.rollout import RolloutConfig, env_factory, run_rollouts
-    from sweet_rl.envs.search import SearchTool, search_tasks
-    from sweet_rl.methods.mtgrpo import _subset
+    from sweet_rl.envs.search import SearchTool
+    from sweet_rl.methods.mtgrpo import MTGRPOConfig, online_setting
     kinds, levels = [k.strip() for k in a.kinds.split(',') if k.strip()], [float(x) for x in a.noise.split(',') if x.strip()]
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     agent, got, rows, t0 = make_backend(a.model), {}, [], time.time()
     for kind in kinds:
-        tasks = _subset(search_tasks('train', kinds=[kind]), a.tasks, 0)
+        tasks = online_setting(MTGRPOConfig(model=a.model, env='search', seed=0,  # the seeded subset training draws
+                                            setting={'top_k': 1, 'question_kinds': [kind], 'n_tasks': a.tasks})).train_tasks
         got[kind] = {'questions': len(tasks)}
         unaided = run_rollouts(tasks, env_factory('search', SearchTool(top_k=1), single_turn=True), agent,
                                RolloutConfig(max_new_tokens=64, temperature=0.0, seed=0, batch_size=16), tag=f'unaided|{kind}')

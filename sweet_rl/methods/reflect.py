@@ -122,6 +122,8 @@ class ReflectConfig(TrainConfig):
 
     @property
     def epochs(self) -> float: return 1  # read by `training_arguments`; an SFT's length is `sft_steps`
+    @property
+    def reflection_steps(self) -> int: return self.reflection_sft_steps or self.sft_steps  # the reflection model's SFT length
 
     def __post_init__(self):
         if self.env not in CHOICE_SETTINGS:
@@ -615,20 +617,20 @@ def sft_stage(config:ReflectConfig, # the run
     out = Path(out_dir); data = _open_run(config, data, out, resume)
     reflector = None
     if config.reflection:
-        held, seen = heldout_states(config, config.advice_states), {e['state'] for e in data}
-        check = lambda model, tok: advice_check(Reflector(model, tok, config.reflection_tokens, cache=False), config, held, seen)
+        held = heldout_states(config, config.advice_states) if config.advice_states else []
+        check = lambda: advice_check(Reflector(rm.model, rm.tokenizer, config.reflection_tokens, cache=False), config, held, {e['state'] for e in data})
         if (rm := ReflectionModel.finished(out / 'reflection', config, device)) is None:
             rm = ReflectionModel.build(config, device)
             eot = end_of_turn_ids(rm.tokenizer, rm.model)[0]
-            curve = [AdviceCurve(rm.model, lambda: check(rm.model, rm.tokenizer)[0], config.advice_every, out / 'reflection' / 'advice.jsonl')
+            curve = [AdviceCurve(rm.model, lambda: check()[0], config.advice_every, out / 'reflection' / 'advice.jsonl')
                      ] if config.advice_every else []
             losses = sft(rm.model, lambda ex: reply_nll(rm.model, rm.tokenizer, reflection_prompts(ex, config), [e['reflection'] for e in ex], eot),
-                         data, replace(config, sft_steps=config.reflection_sft_steps or config.sft_steps), out / 'reflection', 'reflection SFT',
+                         data, replace(config, sft_steps=config.reflection_steps), out / 'reflection', 'reflection SFT',
                          progress, callbacks=curve)
             rm.save(out / 'reflection'); atomic_write_text(out / 'reflection_sft_loss.json', json.dumps(losses) + '\n')
         reflector = rm.frozen()
         if held and not (out / 'eval_reflection.json').is_file():  # the advice at held-out states, before the policy ever reads it
-            summary, rows = check(rm.model, rm.tokenizer)
+            summary, rows = check()
             write_jsonl(out / 'reflection_states.jsonl', rows); atomic_write_text(out / 'eval_reflection.json', json.dumps(summary) + '\n')
     if (policy := ReflectPolicy.finished(out / 'policy_sft', config, device)) is None:
         policy, rng = ReflectPolicy.build(config, device), random.Random(config.seed)

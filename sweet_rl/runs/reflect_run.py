@@ -45,7 +45,7 @@ def reflection_advice(config:ReflectConfig, run_dir) -> dict|None:
     if not (final := run_dir / 'eval_reflection.json').is_file(): return None
     summary, during = json.loads(final.read_text()), run_dir / 'reflection' / 'advice.jsonl'
     rows = [{k: v for k, v in r.items() if k != 'id'} for _, r in read_jsonl(during)] if during.is_file() else []
-    return {**summary, 'curve': rows + [{'step': config.reflection_sft_steps or config.sft_steps, **summary}]}
+    return {**summary, 'curve': rows + [{'step': config.reflection_steps, **summary}]}
 
 # %% ../../nbs/37_reflect_run.ipynb #2c846883
 def run_reflect(config:ReflectConfig, run_dir, # the run folder (`core.start_run`)
