@@ -209,3 +209,14 @@ def test_actor_arm_text_says_what_the_committed_runs_show():
     assert {'per-turn DPO, SWEET critic', 'Multi-Turn DPO', 'RFT', 'cue rule (no training, reads the cue)'} <= rows, rows
     waiting = pending_runs(RESULTS_DIR, 'ask_actor')
     assert ('Still running:' in md) == (not waiting.empty), md
+
+
+def test_committed_figures_name_the_runs_their_study_no_longer_makes():
+    "A table of runs made under an earlier definition of its study (its YAML, a scale preset or a notebook changed since) says so."
+    import pandas as pd
+    from sweet_rl.runs.pipeline import STUDIES, outdated_runs
+    shown = '\n'.join(p.read_text() for p in sorted(FIGURES_DIR.glob('*.md')))
+    for name in STUDIES:
+        for o in outdated_runs(pd.read_csv(RESULTS_DIR / f'{name}.csv')):
+            said = [l for l in shown.splitlines() if l.startswith(f"**Outdated**: the study `{name}` ") and o['run'] in l]
+            assert said, f"{name}: run {o['run']} is not one the study makes now ({o['changed']}), and no figure says so: render and commit"

@@ -518,8 +518,10 @@ def describe_training(row) -> str:
             + f"), {steps} optimizer steps")
 
 # %% ../../nbs/30_evaluate.ipynb #aa9e8272
-def provenance(table:pd.DataFrame, pending:pd.DataFrame|None=None) -> str:
-    "Where the numbers come from: scale, code version, number of runs (and of runs still `pending`), and the command that made them."
+def provenance(table:pd.DataFrame, pending:pd.DataFrame|None=None,
+               outdated:str='', # a paragraph on runs their study no longer makes (`pipeline.outdated_note(table)`), said last
+              ) -> str:
+    "Where the numbers come from: scale, code version, number of runs (and of runs still `pending`), the command that made them, and `outdated` under it."
     commits = sorted({f"{str(c)[:10]}{' (uncommitted changes)' if d else ''}" for c, d in zip(table['commit'], table['dirty'])})
     scales = sorted(set(table['scale'])) if 'scale' in table else ['?']
     n, waiting = table['run'].nunique(), [] if pending is None else list(pending['run'])
@@ -531,7 +533,7 @@ def provenance(table:pd.DataFrame, pending:pd.DataFrame|None=None) -> str:
     timed = (f", {wall.sum() / 3600:.1f} h of wall time for {len(wall)} of them" + (f" ({', '.join(devices)})" if devices else '')
              + (f", of which {partial} count{'s' if partial == 1 else ''} only {'its' if partial == 1 else 'their'} last sitting" if partial else '')) if len(wall) else ''
     return (f"Scale `{', '.join(scales)}`, code {', '.join(commits)}, {n} run{'s' if n != 1 else ''}{timed}{todo}; made by "
-            f"`make reproduce SCALE={scales[0]}` (`python -m sweet_rl.runs.pipeline reproduce --scale {scales[0]}`).")
+            f"`make reproduce SCALE={scales[0]}` (`python -m sweet_rl.runs.pipeline reproduce --scale {scales[0]}`)." + (f"\n\n{outdated}" if outdated else ''))
 
 # %% ../../nbs/30_evaluate.ipynb #75e1342f
 FIGURE_STYLE = {'svg.hashsalt': 'sweet_rl', 'svg.fonttype': 'path', 'pdf.fonttype': 42, 'font.family': 'DejaVu Sans',

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/33_pipeline.ipynb #5b74cd2d
 from __future__ import annotations
-import argparse, ast, difflib, itertools, json, os, re, sys, time, warnings
+import argparse, ast, difflib, itertools, json, math, os, re, sys, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +24,7 @@ __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESUL
            'preloaded', 'shared_root', 'heartbeat', 'run_notebook', 'Study', 'load_scales', 'run_reference',
            'expand_study', 'missing_paths', 'run_study', 'interim_metrics', 'collect_study', 'render_artifacts',
            'results_section', 'update_results_page', 'model_label', 'archive_runs', 'restore_runs', 'study_status',
-           'plan_training', 'reproduce', 'main']
+           'outdated_runs', 'outdated_note', 'plan_training', 'reproduce', 'main']
 
 # %% ../../nbs/33_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
@@ -535,6 +535,71 @@ def study_status(study:Study|str, scale:str='smoke', runs_dir=None, archive_dir=
                      'what': ', '.join(f"{k}={v}" for k, v in sorted(shown.items())), 'state': state, 'progress': detail})
     return pd.DataFrame(rows, columns=['study', 'run', 'notebook', 'what', 'state', 'progress'])
 
+# %% ../../nbs/33_pipeline.ipynb #4d137da0
+def _blank(v) -> bool: return v is None or (isinstance(v, str) and v == '') or (isinstance(v, float) and math.isnan(v))
+
+def _same(a, b) -> bool:
+    "Whether two parameter values are equal once read back from a CSV: blanks alike, booleans by spelling, numbers by value."
+    if _blank(a) or _blank(b): return _blank(a) and _blank(b)
+    if isinstance(b, bool) or isinstance(a, bool) or str(a) in ('True', 'False'): return str(a).lower() == str(b).lower()
+    try: return float(a) == float(b)
+    except (TypeError, ValueError): return str(a) == str(b)
+
+def _differs(then:dict, now:dict, k:str) -> bool:
+    "Whether parameter `k` of a run read back from a CSV (`then`) sets it apart from a run made now: a parameter it was made without does."
+    if k not in now: return not _blank(then[k])  # a blank cell of a column other runs of the table fill
+    return k not in then or not _same(then[k], now[k])
+
+def _shown(v) -> str:
+    "A parameter value as the note prints it: '—' when the run had none, '' quoted, whole numbers without '.0'."
+    if v == '': return "''"
+    if _blank(v): return '—'
+    if isinstance(v, float) and v.is_integer(): return str(int(v))
+    return str(v)
+
+def outdated_runs(table:pd.DataFrame, # a collected table (`collect_study`): `study`, `scale`, `run`, `notebook` and `param.*` columns
+                  studies_dir=None, # where the studies' YAML files are (default `studies/`)
+                 ) -> list[dict]:
+    "The runs of `table` that their study no longer makes, each with the nearest run it makes now (`now`) and `changed`: `{param: (then, now)}`."
+    if not {'study', 'scale', 'run', 'notebook'} <= set(table.columns): return []
+    out = []
+    for (name, scale), rows in table.drop_duplicates('run').groupby(['study', 'scale'], sort=False):
+        try: study = Study.load(name, studies_dir)
+        except FileNotFoundError: continue  # a study of one's own, outside `studies/`: nothing to compare with
+        declared, now = {}, {}
+        for nb, p in expand_study(study, scale):
+            full = check_params(nb, p, declared.setdefault(nb, notebook_parameters(nb)))
+            now[run_dir_for(nb, full).name] = (nb, run_identity(nb, full))
+        for _, r in rows.iterrows():
+            if r['run'] in now: continue
+            then = run_identity(r['notebook'], {k.removeprefix('param.'): v for k, v in r.items() if k.startswith('param.')})
+            was = lambda k: None if _blank(then.get(k)) and then.get(k) != '' else then[k]  # a blank cell reads back as NaN: None
+            near = [(run, {k: (was(k), new.get(k)) for k in sorted(set(then) | set(new)) if _differs(then, new, k)})
+                    for run, (nb, new) in now.items() if nb == r['notebook']]
+            run, changed = min(near, key=lambda x: len(x[1])) if near else (None, {})
+            out.append({'study': name, 'scale': scale, 'run': r['run'], 'notebook': r['notebook'], 'now': run, 'changed': changed})
+    return out
+
+def outdated_note(table:pd.DataFrame, studies_dir=None) -> str:
+    "One paragraph on the runs of `table` that their study no longer makes (`outdated_runs`) and how to replace them; '' when there are none."
+    parts = []
+    for name, rows in itertools.groupby(outdated_runs(table, studies_dir), key=lambda o: (o['study'], o['scale'])):
+        rows = list(rows); study, scale = name
+        changes = {}
+        for o in rows:
+            for k, (then, now) in o['changed'].items():
+                seen = changes.setdefault(k, ({}, {}))  # the values before and now, each once, in order (dicts as ordered sets)
+                seen[0].setdefault(_shown(then)); seen[1].setdefault(_shown(now))
+        what = '; '.join(f"{k} {', '.join(a)} → {', '.join(b)}" for k, (a, b) in changes.items())
+        made = table.loc[(table['study'] == study) & (table['scale'] == scale), 'run'].nunique()
+        which = f"any of these {made} runs" if len(rows) == made else f"{len(rows)} of these {made} runs"
+        parts.append(f"**Outdated**: the study `{study}` no longer makes {which} ({', '.join(o['run'] for o in rows)})"
+                     + (f"; at scale `{scale}` it now sets {what}" if what else
+                        f"; it no longer runs {rows[0]['notebook']}" if all(o['now'] is None for o in rows) else
+                        "; no parameter sets them apart from runs it makes now (their ids were computed by an older rule)")
+                     + f". `python -m sweet_rl.runs.pipeline run {study} --scale {scale}`, then `collect` and `render`, replaces them.")
+    return '\n\n'.join(parts)
+
 # %% ../../nbs/33_pipeline.ipynb #0e1c0bfa
 def plan_training(study:Study|str, scale:str='paper') -> list[dict]:
     "The launch plan (`sweet_rl.runs.launch.launch_plan`: world size, global batch, memory per GPU, problems) of every critic and actor a study trains through `accelerate`."
@@ -594,6 +659,9 @@ def main(argv:Sequence[str]|None=None):
     for name in ('archive', 'restore'): p = sub.add_parser(name); p.add_argument('--runs-dir')
     p = sub.add_parser('status'); p.add_argument('studies', help='study names or paths, comma-separated')
     p.add_argument('--scale', default='smoke', choices=SCALES); p.add_argument('--runs-dir')
+    p = sub.add_parser('outdated', help="committed results of runs that their study no longer makes")
+    p.add_argument('--scale', default='small', choices=SCALES); p.add_argument('--results-dir')
+    p.add_argument('--check', action='store_true', help='exit with status 1 when there are any')
     p = sub.add_parser('reproduce'); p.add_argument('--scale', default='small', choices=SCALES); p.add_argument('--studies')
     p.add_argument('--runs-dir'); p.add_argument('--dry-run', action='store_true'); p.add_argument('--force', action='store_true')
     p.add_argument('--allow-mixed-versions', action='store_true')
@@ -613,6 +681,12 @@ def main(argv:Sequence[str]|None=None):
     elif a.cmd == 'status':
         table = pd.concat([study_status(s, a.scale, a.runs_dir) for s in a.studies.split(',')], ignore_index=True)
         print(table.to_string(index=False)); print(table['state'].value_counts().to_string())
+    elif a.cmd == 'outdated':
+        found = [o for name in STUDIES if (f := Path(a.results_dir or RESULTS_DIR) / f'{name}.csv').is_file()
+                 for o in outdated_runs(pd.read_csv(f).query('scale == @a.scale'))]
+        for o in found: print(f"{o['study']} {o['run']} ({o['notebook']}): now {o['now']}, " + ', '.join(f"{k} {_shown(x)} -> {_shown(y)}" for k, (x, y) in o['changed'].items()))
+        print(f"{len(found)} committed run(s) at scale {a.scale} that their study no longer makes")
+        if a.check and found: sys.exit(1)
     elif a.cmd in ('results-page', 'readme'):
         name = RESULTS_PAGE.relative_to(ROOT)
         if a.check:
