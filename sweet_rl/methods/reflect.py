@@ -31,9 +31,10 @@ __all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CHOICE_SETTINGS'
            'written_reflection', 'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll',
            'sft_target', 'label_nll', 'lora_lm', 'new_optimizer', 'SFTTrainer', 'sft_batches', 'sft', 'Reflector',
            'OracleReflector', 'advised_action', 'advice_metrics', 'reflection_prompts', 'heldout_states',
-           'advice_check', 'AdviceCurve', 'written_over_budget', 'returns_to_go', 'reinforce_loss', 'ppo_loss', 'play',
-           'policy_update', 'success_rate', 'ReflectPolicy', 'ReflectionModel', 'episode_record', 'evaluate_policy',
-           'clear_reflect_run', 'sft_stage', 'save_rl_checkpoint', 'load_rl_checkpoint', 'train_reflect']
+           'check_summary', 'advice_check', 'AdviceCurve', 'action_check', 'written_over_budget', 'returns_to_go',
+           'reinforce_loss', 'ppo_loss', 'play', 'policy_update', 'success_rate', 'ReflectPolicy', 'ReflectionModel',
+           'episode_record', 'evaluate_policy', 'clear_reflect_run', 'sft_stage', 'save_rl_checkpoint',
+           'load_rl_checkpoint', 'train_reflect']
 
 # %% ../../nbs/25_reflect.ipynb #0872a20f
 LABELS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'  # one token each in the packaged models' vocabularies (checked by `label_ids`)
@@ -116,8 +117,8 @@ class ReflectConfig(TrainConfig):
     clip_eps:float=0.2 # ppo: the probability ratio is clipped to [1 - clip_eps, 1 + clip_eps]
     eval_episodes:int=20 # test episodes before and after training (greedy)
     eval_written:bool=False # also evaluate the final policy with reflections written from the oracle (`OracleReflector`): is the advice or the policy to blame?
-    advice_states:int=0 # after its SFT, check the reflection model's advice against the oracle at this many states of held-out episodes (0: no check)
-    advice_every:int=0 # also check it every this many steps of its SFT, on the same states (0: only after it)
+    advice_states:int=0 # after each SFT, check the reflection model's advice and the policy's action against the oracle at this many states of held-out episodes (0: no check)
+    advice_every:int=0 # also check them every this many steps of their SFTs, on the same states (0: only after them)
     save_every:int=5 # online RL: checkpoint every this many iterations (a run resumes from its last checkpoint; SFT: `save_steps`)
 
     @property
@@ -409,6 +410,16 @@ def heldout_states(config:ReflectConfig, n:int) -> list[dict]:
     return out[:n]
 
 # %% ../../nbs/25_reflect.ipynb #bf4712ae
+def check_summary(rows:Sequence[dict], # one per state, each with `oracle`, `seen` and `key`
+                  key:str, # the field set beside the oracle's action: 'advice' or 'action'
+                 ) -> dict:
+    "The share of `rows` whose `key` is the oracle's action, overall and at unseen states, beside the commonest oracle action everywhere."
+    share = lambda rs, f: round(sum(map(f, rs)) / len(rs), 4) if rs else None
+    unseen, common = [r for r in rows if not r['seen']], Counter(r['oracle'] for r in rows).most_common(1)
+    return {'states': len(rows), f'{key}_right': share(rows, lambda r: r[key] == r['oracle']), 'unseen_states': len(unseen),
+            f'{key}_right_unseen': share(unseen, lambda r: r[key] == r['oracle']),
+            'one_action': common[0][0] if common else None, 'one_action_right': share(rows, lambda r: r['oracle'] == common[0][0])}
+
 def advice_check(reflector, # a `Reflector` (or anything mapping prompts to reflections, with a `truncated` count)
                  config:ReflectConfig, states:Sequence[dict], # `reflection_data` records, e.g. `heldout_states`
                  seen:Collection[str]=(), # states of the training data (`state` fields): the others are "unseen"
@@ -418,13 +429,9 @@ def advice_check(reflector, # a `Reflector` (or anything mapping prompts to refl
     texts = reflector(reflection_prompts(states, config))
     rows = [{'seed': e['seed'], 'oracle': e['oracle'], 'advice': advised_action(t, e['actions']), 'seen': e['state'] in seen,
              'after_mistake': e['after_mistake'], 'reflection': t} for e, t in zip(states, texts)]
-    share = lambda rs, f: round(sum(map(f, rs)) / len(rs), 4) if rs else None
-    unseen, common = [r for r in rows if not r['seen']], Counter(r['oracle'] for r in rows).most_common(1)
-    return ({'states': len(rows), 'advice_named': share(rows, lambda r: r['advice'] is not None),
-             'advice_right': share(rows, lambda r: r['advice'] == r['oracle']), 'unseen_states': len(unseen),
-             'advice_right_unseen': share(unseen, lambda r: r['advice'] == r['oracle']),
-             'one_action': common[0][0] if common else None, 'one_action_right': share(rows, lambda r: r['oracle'] == common[0][0]),
-             'truncated': reflector.truncated - before}, rows)
+    summary = check_summary(rows, 'advice')
+    return ({'states': summary.pop('states'), 'advice_named': round(sum(r['advice'] is not None for r in rows) / len(rows), 4) if rows else None,
+             **summary, 'truncated': reflector.truncated - before}, rows)
 
 # %% ../../nbs/25_reflect.ipynb #8bf185a0
 class AdviceCurve(TrainerCallback):
@@ -443,6 +450,22 @@ class AdviceCurve(TrainerCallback):
         try: summary = self.check()
         finally: self.model.train(was)
         JsonlStore(self.path).append({'id': str(state.global_step), 'step': state.global_step, **summary})
+
+# %% ../../nbs/25_reflect.ipynb #f84f516c
+def action_check(model, tokenizer, config:ReflectConfig, states:Sequence[dict], # `reflection_data` records, e.g. `heldout_states`
+                 reflector=None, # what the policy reads: the frozen reflection model's `Reflector` (None: no reflection)
+                 seen:Collection[str]=(), # states of the training data (`state` fields): the others are "unseen"
+                ) -> tuple[dict, list[dict]]:
+    "The policy's greedy action at `states` against the oracle's (`check_summary`), reading `reflector`'s advice if given; a row per state."
+    refl = reflector(reflection_prompts(states, config)) if reflector is not None else [None] * len(states)
+    rng = random.Random(config.seed)
+    labels = [action_labels(len(e['actions']), rng if config.shuffle_labels else None) for e in states]
+    prompts = [policy_prompt(e['instruction'], e['state'], e['actions'], l, r, [Memory(*m) for m in e['memory']], config.memory)
+               for e, l, r in zip(states, labels, refl)]
+    with torch.no_grad(): lps = label_logprobs(model, tokenizer, prompts, [len(e['actions']) for e in states])
+    rows = [{'seed': e['seed'], 'oracle': e['oracle'], 'action': e['actions'][l.index(LABELS[int(lp.argmax())])], 'seen': e['state'] in seen,
+             'after_mistake': e['after_mistake'], 'reflection': r} for e, l, r, lp in zip(states, labels, refl, lps)]
+    return check_summary(rows, 'action'), rows
 
 # %% ../../nbs/25_reflect.ipynb #eeb4221b
 def written_over_budget(tokenizer, data:Sequence[dict], # reflection data (`reflection_data`)
@@ -580,7 +603,8 @@ def evaluate_policy(model, tokenizer, config:ReflectConfig, reflector:Reflector|
 
 # %% ../../nbs/25_reflect.ipynb #81b4451c
 REFLECT_OUTPUTS = ('reflect_config.json', 'reflection_data.jsonl', 'reflection', 'policy_sft', 'reflection_sft_loss.json', 'policy_sft_loss.json',
-                   'eval_reflection.json', 'reflection_states.jsonl', 'eval_sft.json', 'episodes_sft.jsonl', 'checkpoints', 'train_log.jsonl', 'policy', 'episodes_rl.jsonl', 'episodes_written.jsonl',
+                   'eval_reflection.json', 'reflection_states.jsonl', 'eval_policy_states.json', 'policy_states.jsonl',
+                   'eval_sft.json', 'episodes_sft.jsonl', 'checkpoints', 'train_log.jsonl', 'policy', 'episodes_rl.jsonl', 'episodes_written.jsonl',
                    'metrics.json')  # what a Reflect-RL run writes in its folder (`train_reflect`, `runs.reflect_run.run_reflect`)
 
 def clear_reflect_run(out:Path):
@@ -613,12 +637,12 @@ def sft_stage(config:ReflectConfig, # the run
               data:Sequence[dict]|None, # reflection data (`reflection_data` records); None: made from the environment's oracle
               out_dir, # run folder: reflection_data.jsonl, reflection/, policy_sft/, their loss logs
               *, resume:bool=True, progress:bool=True, device:str|None=None) -> ReflectPolicy:
-    "The reflection data, the reflection model's SFT (then frozen: the policy's `reflector`; its advice checked if `advice_states`) and the policy's SFT in `out_dir`, each done once."
+    "The reflection data, the reflection model's SFT (then frozen: the policy's `reflector`; its advice checked if `advice_states`) and the policy's SFT (its actions checked likewise) in `out_dir`, each done once."
     out = Path(out_dir); data = _open_run(config, data, out, resume)
-    reflector = None
+    reflector, seen = None, {e['state'] for e in data}
+    held = heldout_states(config, config.advice_states) if config.advice_states else []
     if config.reflection:
-        held = heldout_states(config, config.advice_states) if config.advice_states else []
-        check = lambda: advice_check(Reflector(rm.model, rm.tokenizer, config.reflection_tokens, cache=False), config, held, {e['state'] for e in data})
+        check = lambda: advice_check(Reflector(rm.model, rm.tokenizer, config.reflection_tokens, cache=False), config, held, seen)
         if (rm := ReflectionModel.finished(out / 'reflection', config, device)) is None:
             rm = ReflectionModel.build(config, device)
             eot = end_of_turn_ids(rm.tokenizer, rm.model)[0]
@@ -639,8 +663,13 @@ def sft_stage(config:ReflectConfig, # the run
             prompts = [policy_prompt(e['instruction'], e['state'], e['actions'], l, e['reflection'] if config.reflection else None,
                                      [Memory(*m) for m in e['memory']], config.memory) for e, l in zip(ex, labels)]
             return label_nll(policy.model, policy.tokenizer, prompts, [len(e['actions']) for e in ex], [sft_target(e, l) for e, l in zip(ex, labels)])
-        losses = sft(policy.model, loss, data, config, out / 'policy_sft', 'policy SFT', progress)
+        curve = [AdviceCurve(policy.model, lambda: action_check(policy.model, policy.tokenizer, config, held, reflector, seen)[0],
+                             config.advice_every, out / 'policy_sft' / 'actions.jsonl')] if config.advice_every else []
+        losses = sft(policy.model, loss, data, config, out / 'policy_sft', 'policy SFT', progress, callbacks=curve)
         policy.save(out / 'policy_sft'); atomic_write_text(out / 'policy_sft_loss.json', json.dumps(losses) + '\n')
+    if held and not (out / 'eval_policy_states.json').is_file():  # the SFT policy's actions at the same held-out states
+        summary, rows = action_check(policy.model, policy.tokenizer, config, held, reflector, seen)
+        write_jsonl(out / 'policy_states.jsonl', rows); atomic_write_text(out / 'eval_policy_states.json', json.dumps(summary) + '\n')
     policy.reflector = reflector
     return policy
 

@@ -13,7 +13,7 @@ from ..base.core import atomic_write_text, read_jsonl
 from ..methods.reflect import (OracleReflector, ReflectConfig, evaluate_policy, sft_stage, train_reflect, written_over_budget)
 
 # %% auto #0
-__all__ = ['reflect_config', 'reflect_metrics', 'reflection_advice', 'run_reflect']
+__all__ = ['reflect_config', 'reflect_metrics', 'check_curve', 'reflection_advice', 'policy_actions', 'run_reflect']
 
 # %% ../../nbs/37_reflect_run.ipynb #5f9576c1
 def reflect_config(params:dict) -> ReflectConfig: # the parameters of `nbs/train_reflect.ipynb`
@@ -26,6 +26,7 @@ def reflect_metrics(config:ReflectConfig, evaluations:dict, # 'sft', 'rl' and 'w
                     written_over:int, # written reflections of the data longer than the budget (`written_over_budget`)
                     curve:Sequence[dict], # one row per online RL iteration (`train_log.jsonl`)
                     reflection_advice:dict|None=None, # the reflection model's advice at held-out states (`advice_check`), with its `curve` over SFT steps
+                    policy_actions:dict|None=None, # the SFT policy's actions at the same states (`action_check`), with its `curve`
                    ) -> dict:
     "The run's `metrics.json` contents: each evaluation and its success rate, the advice (at held-out states, and the end policy's), the reflections cut, the curve."
     sft, rl, written = (evaluations.get(k) for k in ('sft', 'rl', 'written'))
@@ -33,19 +34,30 @@ def reflect_metrics(config:ReflectConfig, evaluations:dict, # 'sft', 'rl' and 'w
             'negative_examples': config.negative_examples, 'sft': sft, 'rl': rl, 'written': written,
             'sft_success': sft['success'], 'rl_success': rl['success'] if rl else None, 'written_success': written['success'] if written else None,
             'reflections_generated': reflector.generated if reflector else 0, 'reflections_truncated': reflector.truncated if reflector else 0,
-            'written_over_budget': written_over, 'reflection_advice': reflection_advice,
+            'written_over_budget': written_over, 'reflection_advice': reflection_advice, 'policy_actions': policy_actions,
             **{k if k.startswith('advice_') else f'advice_{k}': v for k, v in ((rl or sft).get('advice') or {}).items()},  # the advice at the end
             'episodes': {k: f'episodes_{k}.jsonl' for k, v in evaluations.items() if v is not None},  # test episodes, for the pipeline's tables
             'curve': list(curve)}
 
 # %% ../../nbs/37_reflect_run.ipynb #f654c3db
+def check_curve(run_dir, final:str, # the check after the SFT: a summary JSON file of `run_dir`
+                during:str, # the checks on the way: a JSONL file of `run_dir` (`AdviceCurve` rows)
+                steps:int, # the SFT's length: the step of the check after it
+               ) -> dict|None:
+    "A held-out check in `run_dir` as one record with its `curve` over SFT steps (the last point is the check after the SFT); None without one."
+    run_dir = Path(run_dir)
+    if not (run_dir / final).is_file(): return None
+    summary, during = json.loads((run_dir / final).read_text()), run_dir / during
+    rows = [{k: v for k, v in r.items() if k != 'id'} for _, r in read_jsonl(during)] if during.is_file() else []
+    return {**summary, 'curve': rows + [{'step': steps, **summary}]}
+
 def reflection_advice(config:ReflectConfig, run_dir) -> dict|None:
     "The check of the reflection model's advice in `run_dir` (`eval_reflection.json`) with its `curve` over SFT steps; None without one."
-    run_dir = Path(run_dir)
-    if not (final := run_dir / 'eval_reflection.json').is_file(): return None
-    summary, during = json.loads(final.read_text()), run_dir / 'reflection' / 'advice.jsonl'
-    rows = [{k: v for k, v in r.items() if k != 'id'} for _, r in read_jsonl(during)] if during.is_file() else []
-    return {**summary, 'curve': rows + [{'step': config.reflection_steps, **summary}]}
+    return check_curve(run_dir, 'eval_reflection.json', 'reflection/advice.jsonl', config.reflection_steps)
+
+def policy_actions(config:ReflectConfig, run_dir) -> dict|None:
+    "The check of the SFT policy's greedy action in `run_dir` (`eval_policy_states.json`) with its `curve` over SFT steps; None without one."
+    return check_curve(run_dir, 'eval_policy_states.json', 'policy_sft/actions.jsonl', config.sft_steps)
 
 # %% ../../nbs/37_reflect_run.ipynb #2c846883
 def run_reflect(config:ReflectConfig, run_dir, # the run folder (`core.start_run`)
@@ -60,8 +72,10 @@ def run_reflect(config:ReflectConfig, run_dir, # the run folder (`core.start_run
         policy = sft_stage(config, data, run_dir, progress=progress, device=device)
         atomic_write_text(sft_file, json.dumps(evaluate(policy, policy.reflector, 'sft')) + '\n')
     evaluations, advice = {'sft': json.loads(sft_file.read_text())}, reflection_advice(config, run_dir)
-    if advice: say(f"reflection model's advice at {advice['states']} held-out states: right {advice['advice_right']:.1%} "
-                   f"({advice['advice_right_unseen'] or 0:.1%} at the {advice['unseen_states']} not in its data; one action everywhere: {advice['one_action_right']:.1%})")
+    actions = policy_actions(config, run_dir)
+    for who, check, key in (("reflection model's advice", advice, 'advice'), ("SFT policy's action", actions, 'action')):
+        if check: say(f"{who} at {check['states']} held-out states: right {check[key + '_right']:.1%} ({check[key + '_right_unseen'] or 0:.1%} "
+                      f"at the {check['unseen_states']} not in its data; one action everywhere: {check['one_action_right']:.1%})")
     say(f"after SFT: {evaluations['sft']}")
     policy = train_reflect(config, data, run_dir, progress=progress, device=device, policy=policy)  # one reflector for every stage
     evaluations['rl'] = evaluate(policy, policy.reflector, 'rl') if config.iterations else None
@@ -71,7 +85,7 @@ def run_reflect(config:ReflectConfig, run_dir, # the run folder (`core.start_run
     over = written_over_budget(policy.reflector.backend.tokenizer, written, config.reflection_tokens) if policy.reflector else 0
     log = run_dir / 'train_log.jsonl'
     curve = [{k: v for k, v in r.items() if k != 'id'} for _, r in read_jsonl(log)] if log.is_file() else []
-    metrics = reflect_metrics(config, evaluations, policy.reflector, over, curve, advice)
+    metrics = reflect_metrics(config, evaluations, policy.reflector, over, curve, advice, actions)
     if metrics['reflections_truncated'] or over:
         warnings.warn(f"{run_dir}: {metrics['reflections_truncated']} of {metrics['reflections_generated']} generated reflections reached the "
                       f"{config.reflection_tokens}-token budget before their end of turn, and {over} of {len(written)} written ones are longer "
