@@ -15,7 +15,7 @@ N = 128
 CHECKS = [('reflection', 'reflect-advice-gonogo'), ('reflection', 'reflect-refl-qwen05'),
           ('policy', 'reflect-map-smollm'), ('policy', 'reflect-map-qwen05'), ('policy', 'reflect-map-qwen05-mem0'),
           ('policy', 'reflect-map-qwen05-p05'), ('policy', 'reflect-map-qwen05-p00'),
-          ('policy', 'reflect-map-qwen05-p00-300')]
+          ('policy', 'reflect-map-qwen05-p00-300'), ('policy', 'reflect-map-qwen05-p02-300')]
 done = out / 'oracle_path.json'
 summary = json.loads(done.read_text()) if done.is_file() else {}
 for kind, name in CHECKS:
