@@ -14,6 +14,7 @@ LAYERS = [['base.core'], ['base.data', 'base.models', 'base.sandbox'], ['base.pr
           ['base.train', 'base.rollout'],
           ['envs.backend', 'envs.frontend', 'envs.search', 'envs.taxi', 'envs.explore'],
           ['envs.clarify'],  # clarify builds on the backend environment's evaluator
+          ['envs.testbed'],  # the credit testbed: clarify's episode protocol with varied families
           ['methods.critic'], ['methods.vision_critic'], ['methods.scorers'],
           ['methods.actor', 'methods.mtgrpo', 'methods.reflect'],
           ['runs.evaluate'], ['runs.credit'], ['runs.launch'], ['runs.offline'], ['runs.critic_run', 'runs.mtgrpo_run', 'runs.reflect_run'], ['runs.pipeline']]

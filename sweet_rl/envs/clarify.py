@@ -4,7 +4,7 @@
 
 # %% ../../nbs/15_clarify.ipynb #1487c6cd
 from __future__ import annotations
-import itertools, random
+import itertools, random, re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -14,12 +14,13 @@ from ..base.models import Completion, GenerationBackend, SamplingParams
 from .backend import SINGLE_TURN_PROMPT, BackendEnv, BackendEnvConfig, evaluate_batch
 
 # %% auto #0
-__all__ = ['CASE_WORDS', 'ORDER_WORDS', 'FAMILIES', 'UNKNOWN_REPLY', 'ONE_AT_A_TIME', 'ASK_PROMPT', 'MENU_PROMPT', 'PROMPTS',
-           'CUES', 'Slot', 'Family', 'spec_sentences', 'task_request', 'clarify_task', 'task_spec', 'all_specs',
-           'balanced_test_specs', 'generate_tasks', 'RuleHuman', 'answer_message', 'constructed_candidates',
-           'info_gated_pairs', 'describe_action', 'ClarifyEnvConfig', 'ClarifyEnv', 'family_of', 'learned_slots',
-           'scripted_answer', 'ScriptedClarifier', 'information_value', 'BriefedAnswerer', 'cued_request',
-           'request_cue', 'generate_cued_tasks', 'ClarifyAsker', 'CueRule']
+__all__ = ['CASE_WORDS', 'ORDER_WORDS', 'FAMILIES', 'EXTRA_FAMILIES', 'UNKNOWN_REPLY', 'ONE_AT_A_TIME', 'ASK_PROMPT',
+           'MENU_PROMPT', 'PROMPTS', 'CUES', 'Slot', 'Family', 'all_families', 'register_families', 'find_family',
+           'spec_sentences', 'task_request', 'clarify_task', 'task_spec', 'all_specs', 'balanced_test_specs',
+           'generate_tasks', 'RuleHuman', 'answer_message', 'constructed_candidates', 'info_gated_pairs',
+           'describe_action', 'ClarifyEnvConfig', 'ClarifyEnv', 'family_of', 'learned_slots', 'scripted_answer',
+           'ScriptedClarifier', 'information_value', 'BriefedAnswerer', 'cued_request', 'request_cue',
+           'generate_cued_tasks', 'ClarifyAsker', 'CueRule']
 
 # %% ../../nbs/15_clarify.ipynb #fdf47d57
 @dataclass(frozen=True)
@@ -30,6 +31,12 @@ class Slot:
     question:str # a question an agent could ask to learn this slot
     values:dict # value -> the one sentence the person says when this value holds
     default:str # the value a reasonable programmer assumes when nobody says
+    patterns:tuple=() # regular expressions (searched in the lower-cased message); when given, they replace `keywords`
+    paraphrases:tuple=() # other wordings of `question`, each of which the person understands
+
+    def asks(self, text:str) -> bool:
+        "Whether a message (lower-cased, spaces collapsed, one space at each end) asks about this slot."
+        return any(re.search(p, text) for p in self.patterns) if self.patterns else any(k in text for k in self.keywords)
 
     @property
     def alternatives(self) -> list: return [v for v in self.values if v != self.default]
@@ -249,6 +256,29 @@ FAMILIES = {f.name: f for f in [
             "['Dog', 'cat', 'dog', '']", "['z', 'z']", "['A', 'a', 'b', 'B']", "['', '']", "['m', 'k', 'M', 'k']")),
 ]}
 
+# %% ../../nbs/15_clarify.ipynb #b7c1d2e3
+EXTRA_FAMILIES = {}  # families registered by other modules (the credit testbed's), by name
+
+def all_families() -> list[Family]:
+    "Every known family: the eight above, then the registered ones."
+    return list(FAMILIES.values()) + list(EXTRA_FAMILIES.values())
+
+def register_families(families:dict):
+    "Make more families known to `task_spec` and `family_of`: names and signatures must not clash with known ones."
+    for name, fam in families.items():
+        if name != fam.name: raise ValueError(f"family registered as {name!r} is named {fam.name!r}")
+        if EXTRA_FAMILIES.get(name, fam) is not fam or name in FAMILIES: raise ValueError(f"a different family {name!r} is already known")
+        clash = [g.name for g in all_families() if g.signature == fam.signature and g.name != name]
+        if clash: raise ValueError(f"family {name!r}: signature {fam.signature!r} is already the signature of {clash}")
+        EXTRA_FAMILIES[name] = fam
+
+def find_family(name:str) -> Family:
+    "The known family of this name; a clear error naming where families come from."
+    fam = FAMILIES.get(name) or EXTRA_FAMILIES.get(name)
+    if fam is None: raise ValueError(f"clarify task of unknown family {name!r}; known: {[f.name for f in all_families()]} "
+                                     f"(the credit testbed's families are registered by importing sweet_rl.envs.testbed)")
+    return fam
+
 # %% ../../nbs/15_clarify.ipynb #899feb37
 def spec_sentences(family:Family, spec:dict) -> list[str]:
     "What the person would say about each slot `spec` sets (all of them, or some), in the family's slot order."
@@ -282,8 +312,7 @@ def task_spec(task) -> tuple[Family, dict]:
     "The family and slots of a clarify task (from `extra['clarify']`); a clear error for any other task."
     meta = task.extra.get('clarify') if hasattr(task, 'extra') else task.get('clarify')  # a record dict holds extra keys at its top level
     if not meta: raise ValueError(f"not a clarify task (no extra['clarify']): {str(task)[:120]}")
-    if meta['family'] not in FAMILIES: raise ValueError(f"clarify task of unknown family {meta['family']!r}; known: {list(FAMILIES)}")
-    return FAMILIES[meta['family']], meta['slots']
+    return find_family(meta['family']), meta['slots']
 
 # %% ../../nbs/15_clarify.ipynb #664190d3
 def all_specs(family:Family, max_non_default:int=2) -> list[dict]:
@@ -356,7 +385,7 @@ class RuleHuman:
     def asked_slots(family:Family, message:str) -> list[str]:
         "Slots of `family` whose keywords occur in `message` (case-insensitive), in the family's order."
         text = f" {' '.join(message.lower().split())} "
-        return [s.name for s in family.slots if any(k in text for k in s.keywords)]
+        return [s.name for s in family.slots if s.asks(text)]
 
     def respond(self, task, history:Sequence) -> str:
         "The reply to the agent's last message of `history` (dialogue as data: dicts with 'role' and 'content')."
@@ -459,7 +488,7 @@ class ClarifyEnv(BackendEnv):
 # %% ../../nbs/15_clarify.ipynb #8a9d1ec7
 def family_of(request:str) -> Family:
     "The family whose signature the request states (how a scripted agent knows what it is asked to write)."
-    found = [f for f in FAMILIES.values() if f.signature in request]
+    found = [f for f in all_families() if f.signature in request]
     if len(found) != 1: raise ValueError(f"expected the signature of exactly one clarify family in the request, found {len(found)}: {request[:120]!r}")
     return found[0]
 
