@@ -203,3 +203,91 @@ def test_policy_logprobs_under_zero3_match_the_plain_model(tmp_path):
     for r in rows:
         assert r['d_logprob'] <= 1e-5 and r['d_grad'] <= 1e-5, r
         assert r['most_rows'] <= 2 * 4, r  # 2 rows x 4 positions at a time; the full path makes 2 x 12
+
+
+UNEQUAL_LENGTHS = '''
+import copy, json, os, sys, torch
+import torch.distributed as dist
+from transformers import LlamaConfig, LlamaForCausalLM
+from sweet_rl.base.models import token_logprobs
+from sweet_rl.base.train import policy_logprobs
+
+wrapper, rank, world = sys.argv[1], int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])
+V, CHUNK, LENGTHS = 97, 4, (14, 6)  # 13 and 5 predicted positions: 4 chunks of 4 positions in process 0, 2 in process 1
+torch.manual_seed(0)
+tiny = LlamaForCausalLM(LlamaConfig(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                    num_attention_heads=4, num_key_value_heads=2))
+batches = []
+for T in LENGTHS:
+    ids = torch.randint(0, V, (2, T)); mask = torch.ones_like(ids); mask[1, T - 2:] = 0
+    batches.append((ids, mask))
+plain = copy.deepcopy(tiny)  # what the processes compute together: each its own batch, the mean of their gradients
+want_lp = [token_logprobs(plain, ids, mask, CHUNK, unpad=False) for ids, mask in batches]
+(sum((lp * m).sum() for lp, (_, m) in zip(want_lp, batches)) / world).backward()
+want = {n: p.grad for n, p in plain.named_parameters()}
+ids, mask = batches[rank]
+model = copy.deepcopy(tiny)
+if wrapper == 'zero3':
+    import deepspeed
+    from deepspeed.utils import safe_get_full_grad
+    deepspeed.init_distributed(dist_backend='gloo')
+    cfg = {'train_micro_batch_size_per_gpu': 1, 'zero_optimization': {'stage': 3, 'stage3_param_persistence_threshold': 0},
+           'optimizer': {'type': 'AdamW', 'params': {'lr': 1e-3, 'torch_adam': True}}}
+    model, *_ = deepspeed.initialize(model=model, config=cfg, model_parameters=list(model.parameters()))
+    lp = policy_logprobs(model, ids, mask, chunk_size=CHUNK); model.backward((lp * mask).sum())
+    grads = {n: safe_get_full_grad(p) for n, p in model.module.named_parameters()}
+else:
+    from torch.distributed.fsdp import fully_shard
+    dist.init_process_group('gloo')
+    for layer in model.model.layers: fully_shard(layer)
+    fully_shard(model)
+    lp = policy_logprobs(model, ids, mask, chunk_size=CHUNK); (lp * mask).sum().backward()
+    grads = {n: p.grad.full_tensor() for n, p in model.named_parameters()}
+with torch.no_grad(): ref = policy_logprobs(model, ids, mask, chunk_size=CHUNK)  # as the frozen reference runs: no backward
+real = mask.bool()
+print(json.dumps(dict(rank=rank, positions=int(ids.shape[1]) - 1, d_logprob=float((lp - want_lp[rank])[real].abs().max()),
+                      d_reference=float((ref - want_lp[rank])[real].abs().max()),
+                      d_grad=max(float((grads[n] - want[n]).abs().max()) for n in want), grads=len(grads))))
+dist.destroy_process_group()
+'''
+
+
+def _two_processes(script:Path, arg:str, timeout:float) -> tuple[list, list[str]]:
+    "Run `script arg` as processes 0 and 1 of a gloo group on this machine: their exit codes (None: still running at `timeout`) and output."
+    import socket
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+    procs, logs = [], [script.with_name(f'rank{r}.out') for r in range(2)]
+    for rank in range(2):
+        env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MASTER_ADDR': '127.0.0.1', 'MASTER_PORT': str(port), 'RANK': str(rank),
+               'LOCAL_RANK': str(rank), 'WORLD_SIZE': '2'}
+        with open(logs[rank], 'w') as log:
+            procs.append(subprocess.Popen([sys.executable, str(script), arg], cwd=script.parent, env=env, stdout=log,
+                                          stderr=subprocess.STDOUT, start_new_session=True))
+    deadline = time.time() + timeout
+    try:
+        for p in procs:
+            try: p.wait(timeout=max(1, deadline - time.time()))
+            except subprocess.TimeoutExpired: pass
+    finally:
+        codes = [p.poll() for p in procs]
+        for p in procs:
+            if p.poll() is None: os.killpg(p.pid, signal.SIGKILL)
+    return codes, [l.read_text() for l in logs]
+
+
+@pytest.mark.parametrize('wrapper', ['fsdp', 'zero3'])
+def test_processes_with_unequal_lengths_agree_with_the_plain_model(tmp_path, wrapper):
+    """Two processes (gloo) whose batches are padded to different lengths, so their vocabulary projections run in different
+    numbers of chunks (4 and 2), under FSDP2 or ZeRO-3: neither hangs, and each gets the plain model's log-probs, and both
+    the mean of the plain gradients. ZeRO-3 gathers the head once per pass (it gathered it in every chunk, so the processes
+    made different numbers of all-gathers, and the gloo group failed). Needs deepspeed for ZeRO-3; ~15 s each."""
+    if wrapper == 'zero3': pytest.importorskip('deepspeed', reason="deepspeed is not installed (it is in the gpu extra)")
+    (tmp_path / 'unequal.py').write_text(UNEQUAL_LENGTHS)
+    codes, logs = _two_processes(tmp_path / 'unequal.py', wrapper, timeout=300)
+    assert codes == [0, 0], f"exit codes {codes} (None: hung, killed after 300 s)\n" + '\n'.join(l[-3000:] for l in logs)
+    rows = [json.loads(l.strip().splitlines()[-1]) for l in logs]
+    print(rows)
+    assert [r['positions'] for r in rows] == [13, 5], rows
+    for r in rows:
+        assert r['grads'] == 21, r  # every weight of the 2-layer model, the head included
+        assert r['d_logprob'] <= 1e-5 and r['d_reference'] <= 1e-5 and r['d_grad'] <= 1e-5, r

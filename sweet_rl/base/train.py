@@ -52,19 +52,39 @@ def is_sharded(model) -> bool:
     return isinstance(model, (FSDPModule, FullyShardedDataParallel))
 
 # %% ../../nbs/06_train.ipynb #d833fded
-def _whole_head(head):
-    "The output head as a function of hidden states; under ZeRO-3 it gathers the head's weights at every call, recomputations included."
+def _zero3_head(head) -> list:
+    "The output head's ZeRO-3 partitioned weights, or [] when DeepSpeed does not partition it."
     parts = [p for p in head.parameters() if hasattr(p, 'ds_id')]  # DeepSpeed's partitioned parameters
-    if not parts: return head
-    if type(head) is not torch.nn.Linear:
+    if parts and type(head) is not torch.nn.Linear:
         raise ValueError(f"policy_logprobs under ZeRO-3 projects with the output head's weight; the head is a {type(head).__name__}, "
                          "not a torch.nn.Linear (an adapter on it? leave lm_head out of lora_targets)")
-    import deepspeed
-    def project(hidden):
-        with deepspeed.zero.GatheredParameters(parts):  # a frozen weight is saved as is: keep the whole one, not the Parameter
-            w, b = (p if p is None or p.requires_grad else p.detach() for p in (head.weight, head.bias))
-            return F.linear(hidden, w, b)
-    return project
+    return parts
+
+# %% ../../nbs/06_train.ipynb #a7e3c0d1
+class _GatheredHeadLogprobs(torch.autograd.Function):
+    "`projected_logprobs` of `F.linear(hidden, weight, bias)` inside `gathered()` once per forward and once per backward pass, whatever the number of chunks."
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, targets, step:int, gathered):
+        ctx.save_for_backward(hidden, targets)  # the weights are not saved: the backward pass gathers them again
+        ctx.head, ctx.step, ctx.gathered = (weight, bias), step, gathered
+        with gathered(): return projected_logprobs(lambda h: F.linear(h, weight, bias), hidden, targets, step)
+
+    @staticmethod
+    def backward(ctx, grad):
+        hidden, targets = ctx.saved_tensors
+        need_hidden, *need_head = ctx.needs_input_grad[:3]
+        grad_hidden, grad_head = [], [None, None]
+        with ctx.gathered(), torch.enable_grad():  # each chunk's logits recomputed, then freed
+            head = [None if p is None else p.detach().requires_grad_(n) for p, n in zip(ctx.head, need_head)]
+            for h, t, g in zip(hidden.split(ctx.step, 1), targets.split(ctx.step, 1), grad.split(ctx.step, 1)):
+                h = h.detach().requires_grad_(need_hidden)
+                wrt = [x for x in (h, *head) if x is not None and x.requires_grad]
+                got = list(torch.autograd.grad(gather_logprobs(F.linear(h, *head).float(), t), wrt, g))
+                if need_hidden: grad_hidden.append(got.pop(0))
+                for k, x in enumerate(head):
+                    if x is not None and x.requires_grad:
+                        d = got.pop(0); grad_head[k] = d if grad_head[k] is None else grad_head[k].add_(d)
+        return torch.cat(grad_hidden, 1) if need_hidden else None, *grad_head, None, None, None
 
 # %% ../../nbs/06_train.ipynb #32c7f31a
 def logits_projection(lm, # a transformers causal LM (unwrapped)
@@ -88,9 +108,11 @@ def policy_logprobs(model, ids:torch.Tensor, # [B, T] token ids
     hook = lm.base_model.register_forward_hook(lambda module, args, out: hidden.append(out[0]))
     try: out = model(input_ids=ids, attention_mask=mask, logits_to_keep=1)
     finally: hook.remove()
-    h = hidden[0][:, :-1]
-    head = _whole_head(lm.get_output_embeddings())  # ZeRO-3's own hooks gather it too late for a recomputed chunk
-    lp = projected_logprobs(head, h, ids[:, 1:], chunk_size, torch.is_grad_enabled() and h.requires_grad)
+    h, targets, head = hidden[0][:, :-1], ids[:, 1:], lm.get_output_embeddings()
+    if parts := _zero3_head(head):  # once per pass, so every process makes the same all-gathers whatever its length
+        import deepspeed
+        lp = _GatheredHeadLogprobs.apply(h, head.weight, head.bias, targets, chunk_size, lambda: deepspeed.zero.GatheredParameters(parts))
+    else: lp = projected_logprobs(head, h, targets, chunk_size, torch.is_grad_enabled() and h.requires_grad)
     return F.pad(lp, (1, 0)) + 0 * out.logits.sum()  # the wrapper's own output stays in the graph its hooks watch
 
 # %% ../../nbs/06_train.ipynb #2423ffd2
