@@ -19,6 +19,7 @@ L2 difference (measured 2e-5 on lora_B, bound 1e-3): Adam divides each gradient 
 magnifies rounding noise on parameters whose gradient is nearly zero, so an element-wise bound would be arbitrary.
 """
 import json, os, signal, subprocess, sys, time
+from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
 
@@ -37,6 +38,7 @@ N_TASKS, STEPS, SEED = 8, 3, 0  # 8 pairs, global batch 4: two steps per epoch, 
 ATOL = 1e-4  # float32 rounding between the two layouts (see the module docstring)
 WEIGHTS_RTOL = 1e-3  # relative L2 difference of the trained LoRA weights
 LOGGED = ('loss', 'bt', 'nll', 'margin', 'accuracy', 'grad_norm')
+NO_DEEPSPEED = "deepspeed is not installed (the dev extra builds it: DS_BUILD_OPS=0 pip install -e '.[dev]')"
 
 
 def _config(batch_size:int, grad_accum:int) -> CriticConfig:
@@ -120,15 +122,14 @@ def test_two_processes_follow_one_process(tmp_path):
     assert not list((tmp_path / 'two').rglob('*.tmp'))  # no half-written file left by a second writer
 
 
-def test_zero3_config_launches_the_critic_trainer_on_cpu(tmp_path):
+def test_zero3_config_launches_the_critic_trainer_on_cpu(tmp_path, tiny_lm):
     """`accelerate launch` with the shipped ZeRO-3 config gets past its DeepSpeed import and trains a step.
-    Needs deepspeed (the gpu extra; not in the CPU set-up): one process on the CPU, bf16 off; takes ~3 minutes."""
-    pytest.importorskip('deepspeed', reason="deepspeed is not installed (it is in the gpu extra: DS_BUILD_OPS=0 pip wheel "
-                                            "--no-deps deepspeed==0.19.8, then install that wheel and hjson, msgpack, ninja, py-cpuinfo)")
+    Needs deepspeed (the dev and gpu extras): one process on the CPU, bf16 off, the 2-layer `tiny_lm`; ~15 s."""
+    pytest.importorskip('deepspeed', reason=NO_DEEPSPEED)
     write_jsonl(tmp_path / 'trajectories.jsonl', synthetic_trajectories(4, seed=SEED))
     zero3 = ROOT / 'configs' / 'accelerate' / 'deepspeed_zero3.yaml'
     proc = _launch([sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(zero3), '--num_processes', '1',
-                    '--mixed_precision', 'no', '-m', 'sweet_rl.runs.launch'], tmp_path, 'zero3', _config(1, 1))
+                    '--mixed_precision', 'no', '-m', 'sweet_rl.runs.launch'], tmp_path, 'zero3', replace(_config(1, 1), model=tiny_lm))
     try: rc = proc.wait(timeout=600)
     finally:
         if proc.poll() is None: os.killpg(proc.pid, signal.SIGKILL)
@@ -191,8 +192,8 @@ print(json.dumps(rows))
 def test_policy_logprobs_under_zero3_match_the_plain_model(tmp_path):
     """Inside a ZeRO-3 engine (one CPU process, gloo) `policy_logprobs` gives the plain model's log-probs and gradients,
     its vocabulary projection in chunks, with an untied, a tied and a frozen output head (LoRA freezes it).
-    Needs deepspeed (the gpu extra); ~30 s."""
-    pytest.importorskip('deepspeed', reason="deepspeed is not installed (it is in the gpu extra)")
+    Needs deepspeed (the dev and gpu extras); ~10 s."""
+    pytest.importorskip('deepspeed', reason=NO_DEEPSPEED)
     (tmp_path / 'zero3_logprobs.py').write_text(ZERO3_LOGPROBS)
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}
     out = subprocess.run([sys.executable, str(tmp_path / 'zero3_logprobs.py')], cwd=tmp_path, env=env, capture_output=True,
@@ -281,7 +282,7 @@ def test_processes_with_unequal_lengths_agree_with_the_plain_model(tmp_path, wra
     numbers of chunks (4 and 2), under FSDP2 or ZeRO-3: neither hangs, and each gets the plain model's log-probs, and both
     the mean of the plain gradients. ZeRO-3 gathers the head once per pass (it gathered it in every chunk, so the processes
     made different numbers of all-gathers, and the gloo group failed). Needs deepspeed for ZeRO-3; ~15 s each."""
-    if wrapper == 'zero3': pytest.importorskip('deepspeed', reason="deepspeed is not installed (it is in the gpu extra)")
+    if wrapper == 'zero3': pytest.importorskip('deepspeed', reason=NO_DEEPSPEED)
     (tmp_path / 'unequal.py').write_text(UNEQUAL_LENGTHS)
     codes, logs = _two_processes(tmp_path / 'unequal.py', wrapper, timeout=300)
     assert codes == [0, 0], f"exit codes {codes} (None: hung, killed after 300 s)\n" + '\n'.join(l[-3000:] for l in logs)
