@@ -4,7 +4,7 @@
 
 # %% ../../nbs/03_sandbox.ipynb #501c8f17
 from __future__ import annotations
-import atexit, builtins, collections, ctypes, datetime, decimal, gc, importlib, inspect, io, json, os, pickle, queue
+import atexit, builtins, collections, ctypes, datetime, decimal, errno, gc, importlib, inspect, io, json, os, pickle, queue
 import random, re, resource, select, shutil, signal, socket, stat, struct, subprocess, sys, tempfile, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -17,10 +17,10 @@ from .core import Config, ConfigError
 
 # %% auto #0
 __all__ = ['SAFE_GLOBALS', 'K_SETUP', 'K_OK', 'K_ERROR', 'K_DONE', 'FRAME_HEADER', 'MS_RDONLY', 'MS_NOSUID', 'MS_NODEV',
-           'MS_NOEXEC', 'MS_REMOUNT', 'MS_BIND', 'MS_REC', 'JOB_ENV', 'SandboxUnavailable', 'UnsafeValue',
-           'SandboxConfig', 'CallResult', 'SandboxRun', 'decode_value', 'values_equal', 'zygote_source',
-           'server_source', 'Sandbox', 'SandboxPool', 'default_pool', 'run_untrusted', 'run_untrusted_batch',
-           'sandbox_available']
+           'MS_NOEXEC', 'MS_REMOUNT', 'MS_BIND', 'MS_REC', 'SECCOMP_DENIED', 'CLONE_NEW_FLAGS', 'JOB_ENV',
+           'SandboxUnavailable', 'UnsafeValue', 'SandboxConfig', 'CallResult', 'SandboxRun', 'decode_value',
+           'values_equal', 'seccomp_program', 'zygote_source', 'server_source', 'Sandbox', 'SandboxPool',
+           'default_pool', 'run_untrusted', 'run_untrusted_batch', 'sandbox_available']
 
 # %% ../../nbs/03_sandbox.ipynb #97fd826f
 class SandboxUnavailable(RuntimeError):
@@ -250,7 +250,7 @@ def _z_drop_privileges(as_root, uid):
     libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
     _z_libc('prctl', 38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
     _z_libc('capset', (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)())  # all three sets empty
-    _z_libc('prctl', 4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+    _z_libc('prctl', 4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0 (until the `exec` of the server: `_z_serve` clears it again)
 
 # %% ../../nbs/03_sandbox.ipynb #b796dc17
 def _z_report():
@@ -260,6 +260,56 @@ def _z_report():
             'cap_eff': status['CapEff'].strip(), 'cap_bnd': status['CapBnd'].strip(),
             'no_new_privs': status.get('NoNewPrivs', '?').strip(), 'threads': len(os.listdir('/proc/self/task')),
             'net_interfaces': [n for _, n in socket.if_nameindex()]}
+
+# %% ../../nbs/03_sandbox.ipynb #302b0b0f
+SECCOMP_DENIED = ('socket', 'ptrace', 'process_vm_readv', 'process_vm_writev', 'pidfd_getfd', 'kcmp', 'io_uring_setup',
+                  'io_uring_enter', 'io_uring_register', 'bpf', 'perf_event_open', 'userfaultfd', 'add_key', 'request_key',
+                  'keyctl', 'unshare', 'setns', 'mount', 'umount2', 'pivot_root', 'open_tree', 'move_mount', 'fsopen',
+                  'fsconfig', 'fsmount', 'fspick', 'mount_setattr') # refused whatever their arguments
+_SYSCALLS = {  # audit architecture and the numbers that differ (x86_64: asm/unistd_64.h; aarch64: asm-generic/unistd.h)
+    'x86_64': (0xC000003E, dict(socket=41, socketpair=53, clone=56, ptrace=101, pivot_root=155, mount=165, umount2=166,
+                                add_key=248, request_key=249, keyctl=250, unshare=272, perf_event_open=298, setns=308,
+                                process_vm_readv=310, process_vm_writev=311, kcmp=312, bpf=321, userfaultfd=323)),
+    'aarch64': (0xC00000B7, dict(umount2=39, mount=40, pivot_root=41, unshare=97, ptrace=117, socket=198, socketpair=199,
+                                 add_key=217, request_key=218, keyctl=219, clone=220, perf_event_open=241, setns=268,
+                                 process_vm_readv=270, process_vm_writev=271, kcmp=272, bpf=280, userfaultfd=282))}
+_SYSCALLS_SHARED = dict(io_uring_setup=425, io_uring_enter=426, io_uring_register=427, open_tree=428, move_mount=429,
+                        fsopen=430, fsconfig=431, fsmount=432, fspick=433, clone3=435, pidfd_getfd=438,
+                        mount_setattr=442)  # calls added since Linux 5.1 have one number on every architecture
+CLONE_NEW_FLAGS = 0x7E020000 # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET (clone's NEWTIME bit is CSIGNAL)
+
+# %% ../../nbs/03_sandbox.ipynb #b91aa50b
+def seccomp_program(machine:str|None=None, # `os.uname().machine` by default
+                   ) -> bytes:
+    "The seccomp filter of the job server and its jobs, as a classic BPF program (an array of `struct sock_filter`)."
+    machine = machine or os.uname().machine
+    if machine not in _SYSCALLS: raise SandboxUnavailable(f"no seccomp filter for {machine} (x86_64 and aarch64 only)")
+    arch, nr = _SYSCALLS[machine][0], {**_SYSCALLS[machine][1], **_SYSCALLS_SHARED}
+    LD, JEQ, JGE, JSET, AND, RET = 0x20, 0x15, 0x35, 0x45, 0x54, 0x06  # BPF_LD|W|ABS, BPF_JMP|J*|K, BPF_ALU|AND|K, BPF_RET|K
+    ALLOW, KILL, ERRNO = 0x7FFF0000, 0x80000000, 0x00050000  # SECCOMP_RET_ALLOW, _KILL_PROCESS, _ERRNO | errno
+    arg = lambda i: 16 + 8 * i  # offset of the low 32 bits of `seccomp_data.args[i]` (little-endian)
+    prog = [(LD, 0, 0, 4), (JEQ, 0, 'kill', arch), (LD, 0, 0, 0)]  # architecture, then the call's number
+    if machine == 'x86_64': prog.append((JGE, 'deny', 0, 0x40000000))  # x32 numbering
+    prog += [(JEQ, 'pair', 0, nr['socketpair']), (JEQ, 'clone', 0, nr['clone']), (JEQ, 'nosys', 0, nr['clone3'])]
+    prog += [(JEQ, 'deny', 0, nr[name]) for name in SECCOMP_DENIED] + [(RET, 0, 0, ALLOW)]
+    prog += ['pair', (LD, 0, 0, arg(0)), (JEQ, 0, 'deny', socket.AF_UNIX), (LD, 0, 0, arg(1)),
+             (AND, 0, 0, ~(socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC) & 0xFFFFFFFF), (JEQ, 0, 'deny', socket.SOCK_STREAM),
+             (RET, 0, 0, ALLOW),
+             'clone', (LD, 0, 0, arg(0)), (JSET, 'deny', 0, CLONE_NEW_FLAGS), (RET, 0, 0, ALLOW),
+             'deny', (RET, 0, 0, ERRNO | errno.EPERM), 'nosys', (RET, 0, 0, ERRNO | errno.ENOSYS), 'kill', (RET, 0, 0, KILL)]
+    labels, code = {}, []
+    for x in prog:
+        if isinstance(x, str): labels[x] = len(code)
+        else: code.append(x)
+    to = lambda target, i: labels[target] - i - 1 if isinstance(target, str) else target  # jumps are relative, forward
+    return b''.join(struct.pack('=HBBI', op, to(jt, i), to(jf, i), int(k)) for i, (op, jt, jf, k) in enumerate(code))
+
+# %% ../../nbs/03_sandbox.ipynb #d0668fa9
+def _z_seccomp(program):
+    "Put this process and everything it starts, across `exec` too, under the seccomp filter `program` (for good)."
+    class Fprog(ctypes.Structure): _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_char_p)]  # struct sock_fprog
+    fprog = Fprog(len(program) // 8, program)
+    _z_libc('prctl', 22, 2, ctypes.byref(fprog), 0, 0)  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER (needs no_new_privs)
 
 # %% ../../nbs/03_sandbox.ipynb #ae3c1272
 def _z_describe(e):
@@ -298,6 +348,7 @@ def _z_job_child(job, cfg, work):
             if os.fstat(3).st_ino == channel: os.close(3)
         except OSError: pass
     os.register_at_fork(after_in_child=drop_channel)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any Python program (the server has none)
     os.chdir(work)  # the environment (HOME, TMPDIR = `work`) was set once by the worker
     sys.argv = ['answer']
     R = resource
@@ -441,7 +492,8 @@ def _z_main():
         _z_drop_privileges(cfg['as_root'], cfg['uid'])
         cfg['job_dir'] = cfg['work'].rstrip('/') + '/job'  # every job runs in it; wiped or checked empty after each
         os.environ.clear(); os.environ.update(cfg['job_env'], HOME=cfg['job_dir'], TMPDIR=cfg['job_dir'])
-        cfg['report'] = {**_z_report(), **files}
+        cfg['report'] = {**_z_report(), **files}  # (it lists the network interfaces through a socket: before the filter)
+        _z_seccomp(cfg.pop('seccomp'))
         server = cfg.pop('server')
         os.execv(sys.executable, [sys.executable, '-s', '-c', server, pickle.dumps(cfg).hex()])
     except BaseException as e:
@@ -449,14 +501,22 @@ def _z_main():
 
 # %% ../../nbs/03_sandbox.ipynb #6c0873a2
 def _z_serve():
-    "Job server: check the isolation it inherited, warm up, report, then serve jobs from stdin until it closes."
+    "Job server: seal itself, check the isolation it inherited, warm up, report, then serve jobs from stdin until it closes."
     try:
+        import ctypes  # for prctl only (0.4 MB more to fork, no measurable time)
+        prctl = ctypes.CDLL(None).prctl
+        prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0: the `exec` that started this server made it dumpable again
+        for sig in signal.valid_signals():  # no handlers: PID 1 then gets no signal from inside its namespace
+            if callable(signal.getsignal(sig)): signal.signal(sig, signal.SIG_DFL)  # (the interpreter's SIGINT handler)
         cfg = pickle.loads(bytes.fromhex(sys.argv[1]))
         if '' in sys.path: sys.path.remove('')
         status = dict(l.split(':\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\t' in l)
         report = {**cfg['report'], 'cap_eff': status['CapEff'].strip(), 'cap_bnd': status['CapBnd'].strip(),
-                  'no_new_privs': status.get('NoNewPrivs', '?').strip()}
-        if os.getpid() != 1 or int(report['cap_eff'], 16) or int(report['cap_bnd'], 16) or report['no_new_privs'] != '1':
+                  'no_new_privs': status.get('NoNewPrivs', '?').strip(), 'seccomp': status.get('Seccomp', '?').strip(),
+                  'dumpable': prctl(3, 0, 0, 0, 0),  # PR_GET_DUMPABLE
+                  'handled_signals': [int(s) for s in signal.valid_signals() if callable(signal.getsignal(s))]}
+        if os.getpid() != 1 or int(report['cap_eff'], 16) or int(report['cap_bnd'], 16) or report['no_new_privs'] != '1' \
+           or report['seccomp'] != '2' or report['dumpable'] != 0 or report['handled_signals']:
             raise RuntimeError(f"the job server did not keep the worker's isolation: {report}")
         _z_dumps(None)  # build the value pickler once, before the first fork
         eval(compile('(lambda x: [x])(1)', '<warm-up>', 'eval'))  # the parser's first use costs 2 ms: pay it here, not per job
@@ -471,7 +531,7 @@ def _z_serve():
 
 # %% ../../nbs/03_sandbox.ipynb #33526d89
 _SETUP_FUNCS = [_z_send_msg, _z_read_exact, _z_read_msg, _z_libc, _z_mount, _z_mountpoints, _z_remount_readonly,
-                _z_isolate_files, _z_drop_privileges, _z_report, _z_main]
+                _z_isolate_files, _z_drop_privileges, _z_report, _z_seccomp, _z_main]
 
 _SERVER_FUNCS = [_z_send_msg, _z_read_exact, _z_read_msg, _z_describe, _z_dumps, _z_job_child, _z_exit_text, _z_wipe,
                  _z_run_job, _z_tidy, _z_serve]
@@ -539,7 +599,7 @@ class Sandbox:
         "Start the worker (if not running) and wait until it reports its isolation."
         with self._lock:
             if self._proc is not None and self._proc.poll() is None: return self
-            c = self.config
+            c, seccomp = self.config, seccomp_program()  # (refuses an architecture it has no filter for)
             err = tempfile.TemporaryFile()
             self._proc = subprocess.Popen(_launch_command(c), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
                                           env={**JOB_ENV, 'PYTHONDONTWRITEBYTECODE': '1'},
@@ -550,7 +610,7 @@ class Sandbox:
                    'uid': c.sandbox_uid, 'preload': list(c.preload), 'job_env': JOB_ENV, 'max_procs': c.max_procs,
                    'nproc_base': 0 if os.geteuid() == 0 else 1, 'max_file_mb': c.max_file_mb,
                    'max_open_files': c.max_open_files, 'memory_mb': c.memory_mb, 'max_value_bytes': c.max_value_bytes,
-                   'max_output_bytes': c.max_output_bytes, 'seed': c.seed, 'server': server_source()}
+                   'max_output_bytes': c.max_output_bytes, 'seed': c.seed, 'seccomp': seccomp, 'server': server_source()}
             try:
                 self._send(cfg)
                 reply = _read_reply(self._proc.stdout.fileno(), time.monotonic() + 60)
@@ -725,10 +785,12 @@ class SandboxPool:
 # %% ../../nbs/03_sandbox.ipynb #af1c8de7
 _POOLS, _POOLS_LOCK = {}, threading.Lock()
 
-def default_pool(config:SandboxConfig|None=None) -> SandboxPool:
-    "The process-wide pool for `config` (one worker per core), created on first use and closed at exit."
+def default_pool(config:SandboxConfig|None=None, # limits; `SandboxConfig()` by default
+                 purpose:str='answers', # what the pool runs: trusted reference code gets a pool of its own ('references')
+                ) -> SandboxPool:
+    "The process-wide pool for `purpose` and `config` (one worker per core), created on first use and closed at exit."
     config = config or SandboxConfig()
-    key = json.dumps(config.to_dict(), sort_keys=True)
+    key = (purpose, json.dumps(config.to_dict(), sort_keys=True))
     with _POOLS_LOCK:
         if key not in _POOLS: _POOLS[key] = SandboxPool(config=config)
         return _POOLS[key]

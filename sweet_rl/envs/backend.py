@@ -5,13 +5,14 @@
 # %% ../../nbs/10_backend.ipynb #ab00b30b
 from __future__ import annotations
 import ast, os, re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from ..base.core import Config, stable_id
 from ..base.data import ANSWER_MARK, BackendTask, format_dialogue
-from ..base.sandbox import CallResult, SandboxConfig, run_untrusted_batch, values_equal
+from ..base.sandbox import CallResult, SandboxConfig, default_pool, run_untrusted_batch, values_equal
 from ..base.protocol import CollaborativeEnv
 
 # %% auto #0
@@ -140,7 +141,8 @@ def _store_references(tasks:Sequence, keys:Sequence, runs:Sequence, timeout:floa
         res = _bulk_results(next(bulk), len(t.test_cases))
         if res is None: redo.append((t, k))
         else: _REFERENCE_CACHE[k] = res
-    runs = run_untrusted_batch([(t.ground_truth, _test_calls(t)[1]) for t, _ in redo], timeout=timeout, progress=progress) if redo else []
+    runs = run_untrusted_batch([(t.ground_truth, _test_calls(t)[1]) for t, _ in redo], timeout=timeout, progress=progress,
+                               pool=default_pool(purpose='references')) if redo else []
     for (t, k), run in zip(redo, runs): _REFERENCE_CACHE[k] = run.results
     return len(redo)
 
@@ -178,14 +180,13 @@ def evaluate_batch(tasks:Sequence, # backend tasks
     for t in tasks:
         k = _reference_key(t, timeout)
         if k not in _REFERENCE_CACHE: need[k] = t
-    ref_jobs, codes = _reference_jobs(list(need.values()), seed=SandboxConfig().seed), []
-    def jobs():  # the reference jobs first: the workers run them while the answers' code is extracted
-        yield from ref_jobs
-        codes.extend(_answer_code(t, a, parity, banned) for t, a in zip(tasks, answers))
-        yield from ((code, _test_calls(t)[1]) for t, (code, _) in zip(tasks, codes) if code is not None)
-    runs = run_untrusted_batch(jobs(), timeout=timeout, progress=progress)
-    _store_references(list(need.values()), list(need), runs[:len(ref_jobs)], timeout, progress)
-    runs = iter(runs[len(ref_jobs):])
+    ref_jobs = _reference_jobs(list(need.values()), seed=SandboxConfig().seed)
+    with ThreadPoolExecutor(1) as side:  # references and answers side by side, each in a pool of its own
+        refs = side.submit(run_untrusted_batch, ref_jobs, timeout, pool=default_pool(purpose='references'), progress=False)
+        codes = [_answer_code(t, a, parity, banned) for t, a in zip(tasks, answers)]
+        runs = iter(run_untrusted_batch([(code, _test_calls(t)[1]) for t, (code, _) in zip(tasks, codes) if code is not None],
+                                        timeout=timeout, progress=progress))
+        _store_references(list(need.values()), list(need), refs.result(), timeout, progress)
     return [_verdict(t, code, None if code is None else next(runs), _REFERENCE_CACHE[_reference_key(t, timeout)])
             for t, (code, refused) in zip(tasks, codes)]
 
