@@ -76,15 +76,16 @@ def _type_ok(value, annot) -> bool:
     return isinstance(value, tuple(allowed))
 
 # %% ../../nbs/00_core.ipynb #30fc0bc2
-USER_ERRORS = (ValueError, OSError)  # what a command reports in one line: bad input, a missing file or folder
+USER_ERRORS = (ValueError, OSError)  # what a command reports by its message alone: bad input, a missing file or folder
 
 def run_cli(main, # the command's entry point
             argv=None): # its arguments (None: `sys.argv[1:]`)
-    "Call `main(argv)`; a `USER_ERRORS` exception prints `error: <message>` on stderr and exits 1 (`SWEET_RL_TRACEBACK=1`: re-raised)."
+    "Call `main(argv)`; an exception prints one line on stderr (`error: <message>`, with its type unless a `USER_ERRORS` one) and exits 1 (`SWEET_RL_TRACEBACK=1`: re-raised)."
     try: return main(argv)
-    except USER_ERRORS as e:
+    except Exception as e:
         if os.environ.get('SWEET_RL_TRACEBACK', '') not in ('', '0'): raise
-        print(f"error: {e}", file=sys.stderr)
+        what = f"{e}" if isinstance(e, USER_ERRORS) else f"{type(e).__name__}: {e} (SWEET_RL_TRACEBACK=1 shows the traceback)"
+        print(f"error: {what}", file=sys.stderr)
         raise SystemExit(1) from None
 
 # %% ../../nbs/00_core.ipynb #9569573a
@@ -351,9 +352,15 @@ def write_manifest(out_dir, seed:int|None=None, **extra) -> Path:
 def run_params(namespace:dict, # the notebook's globals (`globals()`), after its parameters cell
                exclude:Sequence[str]=('out_dir',), # parameters that say where, not what
               ) -> dict:
-    "The parameters of an experiment notebook: its annotated top-level names, in the order they were declared."
+    "The parameters of an experiment notebook: its annotated top-level names, in the order they were declared; a value of another type than declared is refused."
     names = namespace.get('__annotations__', {})
     if not names: raise ValueError("no annotated parameters in this namespace (declare them as `name: type = value`)")
+    for k, annot in names.items():  # papermill injects `-p max_steps abc` as the string 'abc', whatever the declaration
+        want = annot.__name__ if isinstance(annot, type) else str(annot)
+        if k in namespace and not _type_ok(namespace[k], want):
+            v = namespace[k]
+            hint = '; papermill reads a number, True or False as such: pass a string with -r' if want == 'str' else ''
+            raise ConfigError(f"parameters cell: {k!r} expects {want}, got {v!r} ({type(v).__name__}){hint}")
     return {k: namespace[k] for k in names if k not in exclude and k in namespace}
 
 LATER_PARAMS = {'best_of_n': {'accelerate': ''}, 'train_mtgrpo': {'tool_noise': 0.0}, 'train_reflect': {'eval_written': False, 'reflection_sft_steps': 0, 'advice_states': 0, 'advice_every': 0}} # parameters a notebook gained after runs of it were made, at their defaults

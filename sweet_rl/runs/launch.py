@@ -19,9 +19,9 @@ __all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'OFFLOAD_NEEDS', 'ACCELERATE_CO
            'RELEASE_MAX_LENGTH', 'TABLE5_CRITIC', 'BEST_OF_N_CRITICS', 'global_batch', 'grad_accum_for',
            'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records',
            'parse_args', 'load_config', 'unmet_requirements', 'accelerate_from_env', 'check_requirements', 'run_stage',
-           'run_online', 'run_reflect_stage', 'end_processes', 'main', 'launcher_env', 'check_accelerate_config',
-           'model_facts', 'training_layout', 'memory_terms', 'estimate_memory', 'launch_plan', 'launch_training',
-           'train_actor_configs', 'generation_kind', 'best_of_n_critic_configs']
+           'run_online', 'run_reflect_stage', 'end_processes', 'stage_config', 'check_model', 'main', 'launcher_env',
+           'check_accelerate_config', 'model_facts', 'training_layout', 'memory_terms', 'estimate_memory',
+           'launch_plan', 'launch_training', 'train_actor_configs', 'generation_kind', 'best_of_n_critic_configs']
 
 # %% ../../nbs/32_launch.ipynb #cc3930ca
 TABLE5_GLOBAL_BATCH = {'critic': 8, 'sweet': 8, 'mtdpo': 8, 'rft': 32}  # examples per optimizer step in paper Table 5
@@ -315,11 +315,31 @@ def end_processes():
         dist.barrier()  # rank 0 may still be writing the results
         dist.destroy_process_group()
 
+# %% ../../nbs/32_launch.ipynb #e6eae1c1
+def stage_config(stage:str, # 'critic', 'actor', 'mtgrpo' or 'reflect'
+                 path): # its JSON config file
+    "The config of a training stage, read from `path` (`load_config`)."
+    from sweet_rl.methods.critic import CriticConfig
+    from sweet_rl.methods.actor import ActorConfig
+    from sweet_rl.methods.mtgrpo import MTGRPOConfig
+    from sweet_rl.methods.reflect import ReflectConfig
+    return load_config({'critic': CriticConfig, 'actor': ActorConfig, 'mtgrpo': MTGRPOConfig, 'reflect': ReflectConfig}[stage], path)
+
+def check_model(config, # a stage's config
+                path, # the file it came from, named in the error
+               ) -> Path:
+    "The folder of the model `config.model` names (a preset is fetched if needed); a missing one is a `ConfigError` naming the file and field."
+    from sweet_rl.base.core import ConfigError
+    from sweet_rl.base.models import ModelAssetError, resolve_model_path
+    try: return resolve_model_path(config.model)
+    except ModelAssetError as e: raise ConfigError(f"{path}: field 'model': {e}") from None
+
 # %% ../../nbs/32_launch.ipynb #4e7ea014
 def main(argv:Sequence[str]|None=None) -> Path|dict:
     "Entry point of `python -m sweet_rl.runs.launch` (and of `accelerate launch ... -m sweet_rl.runs.launch`)."
     args = parse_args(argv)
     if args.stage in ('mtgrpo', 'reflect', 'critic', 'actor'):
+        check_model(stage_config(args.stage, args.config), args.config)  # before the run writes anything
         result = {'mtgrpo': run_online, 'reflect': run_reflect_stage}.get(args.stage, run_stage)(args)
         end_processes()
         return result
