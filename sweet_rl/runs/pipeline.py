@@ -13,18 +13,20 @@ from typing import Sequence
 import pandas as pd
 import yaml
 
-from ..base.core import (LIVE_SUFFIX, REPO_ROOT, RUN_REF, Busy, atomic_write_text, run_cli, expand_env, file_lock, lock_holder, resolve_run_output,
+from ..base.core import (LIVE_SUFFIX, REPO_ROOT, RUN_REF, Busy, ConfigError, atomic_write_text, run_cli, expand_env, file_lock, lock_holder, resolve_run_output,
                            run_dir_for, run_identity, stable_id)
 from .evaluate import SITTINGS, load_run, note_sitting, run_rows, task_rows
 
 # %% auto #0
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
            'LIB_DIRS', 'RUNNING', 'INTERIM', 'ARTIFACTS', 'STUDIES', 'RESULTS_PAGE', 'RESULTS_START', 'RESULTS_END',
-           'notebook_path', 'notebook_parameters', 'check_params', 'is_finished', 'system_library', 'kernel_allocator',
-           'preloaded', 'shared_root', 'heartbeat', 'run_notebook', 'Study', 'load_scales', 'run_reference',
-           'expand_study', 'missing_paths', 'run_study', 'interim_metrics', 'collect_study', 'render_artifacts',
-           'results_section', 'update_results_page', 'model_label', 'archive_runs', 'restore_runs', 'study_status',
-           'outdated_runs', 'outdated_note', 'plan_training', 'reproduce', 'main']
+           'OPT_IN_STUDIES', 'ENV_VAR', 'WALL_TIME_ASSUMPTIONS', 'notebook_path', 'notebook_parameters', 'check_params',
+           'is_finished', 'system_library', 'kernel_allocator', 'preloaded', 'shared_root', 'heartbeat', 'run_notebook',
+           'Study', 'load_scales', 'run_reference', 'expand_study', 'missing_paths', 'run_study', 'interim_metrics',
+           'collect_study', 'render_artifacts', 'results_section', 'update_results_page', 'model_label', 'archive_runs',
+           'restore_runs', 'study_status', 'outdated_runs', 'outdated_note', 'plan_training', 'default_studies',
+           'raw_params', 'unset_variables', 'gpu_memory_gib', 'import_error', 'served_models', 'data_problems',
+           'cluster_problems', 'run_stages', 'wall_time_plan', 'check_setup', 'setup_summary', 'reproduce', 'main']
 
 # %% ../../nbs/33_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
@@ -617,19 +619,221 @@ def plan_training(study:Study|str, scale:str='paper') -> list[dict]:
                         'config': cfg.to_dict(), **launch_plan(what, cfg, full['accelerate'])})
     return out
 
+# %% ../../nbs/33_pipeline.ipynb #c70a0002
+OPT_IN_STUDIES = {'paper': ('table4',)}  # run at that scale only when named (`--studies table4`): Table 4's 70B actor needs
+# ZeRO-Offload with DeepSpeed's CPU Adam and sharded loading, which sweet_rl's training does not do (`launch.unmet_requirements`)
+
+def default_studies(scale:str) -> list[str]:
+    "The studies `reproduce` runs at `scale` when none are named: every study but the scale's opt-in ones."
+    return [s for s in STUDIES if s not in OPT_IN_STUDIES.get(scale, ())]
+
+# %% ../../nbs/33_pipeline.ipynb #c70a0004
+ENV_VAR = re.compile(r'\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))')  # $VAR or ${VAR}, as `expand_env` fills them
+
+def _strings(value):
+    "Every string inside a parameter value (mappings and lists included)."
+    if isinstance(value, str): yield value
+    elif isinstance(value, (dict, list)):
+        for v in (value.values() if isinstance(value, dict) else value): yield from _strings(v)
+
+def raw_params(study:Study, scale:str, scales:dict|None=None) -> list[tuple[str, dict]]:
+    "Each run's parameters at `scale` as written (variables not filled, grids as their lists): `(notebook, params)`."
+    preset = (scales if scales is not None else load_scales()).get(scale, {})
+    return [(nb, {**preset.get(nb, {}), **study.scales.get(scale, {}).get(nb, {}), **r.get('params', {}),
+                  **r.get('scales', {}).get(scale, {}), **r.get('grid', {})})
+            for r in study.runs if scale in r.get('at', SCALES) for nb in [Path(r['notebook']).stem]]
+
+def unset_variables(studies:Sequence[Study], scale:str, env=None, scales:dict|None=None) -> dict:
+    "`{VAR: where}`: every environment variable the studies' runs at `scale` name and `env` lacks, with the first parameter naming it."
+    env, out = os.environ if env is None else env, {}
+    for s in studies:
+        for nb, p in raw_params(s, scale, scales):
+            for k, v in p.items():
+                for var in (a or b for text in _strings(v) for a, b in ENV_VAR.findall(text)):
+                    if var not in env: out.setdefault(var, f"{s.source}: {nb} parameter {k!r}")
+    return out
+
+# %% ../../nbs/33_pipeline.ipynb #c70a0006
+def gpu_memory_gib() -> list[float]:
+    "Memory of each CUDA GPU this process sees, in GiB ([] without one)."
+    import torch
+    if not torch.cuda.is_available(): return []
+    return [torch.cuda.get_device_properties(i).total_memory / 2**30 for i in range(torch.cuda.device_count())]
+
+def import_error(module:str, timeout:float=600) -> str|None:
+    "None when `import module` works in a fresh interpreter (as a launched process imports it), else its error's last line."
+    import subprocess
+    try: r = subprocess.run([sys.executable, '-c', f'import {module}'], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired: return f"`import {module}` took over {timeout:.0f} s"
+    return None if r.returncode == 0 else (r.stderr.strip().splitlines() or [f'exit code {r.returncode}'])[-1]
+
+def served_models(base_url:str, timeout:float=10.0) -> list[str]:
+    "The model names an OpenAI-compatible server lists at `{base_url}/models`; an exception when it does not answer."
+    import httpx
+    r = httpx.get(base_url.rstrip('/') + '/models', timeout=timeout)
+    r.raise_for_status()
+    return [c.get('id') for c in r.json().get('data', []) if isinstance(c, dict)]
+
+# %% ../../nbs/33_pipeline.ipynb #c70a0008
+def data_problems(params:dict, # a run's full parameters
+                 ) -> list[str]:
+    "What is wrong with the task and trajectory files a run reads (`tasks_path`, `data`, where they are paths): each must exist and its first records parse."
+    from sweet_rl.base.data import load_tasks, load_trajectories
+    out = []
+    for key, load in (('tasks_path', lambda p: load_tasks(p, kind=params.get('task'), limit=3)), ('data', lambda p: load_trajectories(p, limit=3))):
+        if (path := _local_path(params.get(key))) is None: continue
+        try: load(Path(path).expanduser())
+        except (OSError, ValueError) as e: out.append(f"{key}: {e}")
+    return out
+
+# %% ../../nbs/33_pipeline.ipynb #c70a0010
+def _repo_file(path) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() or not REPO_ROOT else REPO_ROOT / p
+
+def cluster_problems(studies:Sequence[Study], # the studies to run (their accelerate configs are read as written)
+                     runs:dict, # `{study: [(notebook, full params), ...]}` (empty while variables are unset)
+                     plans:Sequence[dict], # `plan_training`'s plans (memory per GPU)
+                     scale:str='paper') -> list[str]:
+    "What the studies need of this machine: GPUs as many and as large as the plans, deepspeed and vllm importable, simulators answering, data readable."
+    from sweet_rl.base.models import parse_backend_spec
+    from sweet_rl.runs.launch import check_accelerate_config, generation_kind
+    raw = [p for s in studies for _, p in raw_params(s, scale)]
+    configs, out = {}, []
+    for a in {p['accelerate'] for p in raw if isinstance(p.get('accelerate'), str) and p['accelerate']}:
+        if not _repo_file(a).is_file(): out.append(f"{a}: no such accelerate config"); continue
+        configs[a] = check_accelerate_config(_repo_file(a))
+    need = max([c['processes'] for c in configs.values() if not c['use_cpu']], default=0)
+    gib = max([x['memory_per_gpu_gb'][k] for x in plans if 'memory_per_gpu_gb' in x and not x['problems']  # (those named already)
+               for k in ('total', 'loading')], default=0)
+    gpus = gpu_memory_gib()
+    if len(gpus) < need: out.append(f"{need} GPUs needed (processes of {', '.join(sorted(configs))}), {len(gpus)} visible to this process")
+    if gpus and gib > min(gpus): out.append(f"about {gib} GB per GPU planned (the largest training), the smallest GPU here has {min(gpus):.1f}")
+    wants = {'deepspeed': any(c['distributed_type'] == 'DEEPSPEED' for c in configs.values()),
+             'vllm': any(generation_kind(a) == 'vllm' for a in configs) or any(t.startswith('vllm:') for p in raw for t in _strings(p))}
+    for module in (m for m, wanted in wants.items() if wanted):
+        if (e := import_error(module)): out.append(f"{module} does not import ({e}): install the gpu extra (docs/gpu-nodes.md)")
+    servers = {}
+    for nb, p in (r for rs in runs.values() for r in rs):
+        for v in p.values():
+            if isinstance(v, str) and v.startswith('openai:'):
+                spec = parse_backend_spec(v); servers.setdefault(spec.base_url, set()).add(spec.model)
+    for url, models in sorted(servers.items()):
+        try: served = served_models(url)
+        except Exception as e: out.append(f"simulator {url} does not answer ({type(e).__name__}: {e}); start it (docs/scale-out.md)"); continue
+        if missing := sorted(m for m in models if m and m not in served):
+            out.append(f"simulator {url} serves {served}, not {missing}: start vLLM with --served-model-name")
+    seen = set()
+    for study, rs in runs.items():
+        for nb, p in rs:
+            if (key := (p.get('tasks_path'), p.get('task'), p.get('data'))) in seen: continue
+            seen.add(key); out += [f"{study}/{nb}: {e}" for e in data_problems(p)]
+    return out
+
+# %% ../../nbs/33_pipeline.ipynb #c70a0011
+WALL_TIME_ASSUMPTIONS = dict(  # the wall-time plan's stated throughputs and sizes, for one node of 8 H100 GPUs; rough, not measured
+    train_tokens_per_s=40_000,  # 8B full fine-tuning over the 8 GPUs (ZeRO-3, checkpointed activations, the reference forward): ~40% MFU
+    decode_tokens_per_s=2_000,  # one in-process vLLM engine, 8B in bf16 on one GPU (tensor parallel 1), over what the code sends at once
+    score_tokens_per_s=20_000,  # the critic's forward pass over candidates on one GPU (no gradients)
+    turn_tokens=400,            # tokens an agent turn generates on average (max_new_tokens only caps it)
+    simulator_s_per_turn=3.0,   # a served simulator's reply, on its own node(s), that each live episode waits for
+    trajectory_tokens=3_000,    # tokens of one offline trajectory (task, dialogue, every turn)
+    turns_per_trajectory=5,     # agent turns of one offline trajectory
+    trajectories=15_000,        # offline trajectories when the data file cannot be counted (the release's backend file)
+    rft_share=0.3,              # share of the trajectories RFT keeps (the successful ones)
+    live_episodes=8,            # episodes `train_actor`'s evaluation runs at once (`evaluate` runs its `batch_size`)
+    gpus=8,                     # GPUs of the node: what a stage holds while it runs
+)
+
+def _trajectory_count(data) -> int|None:
+    "Lines of the offline trajectory file a `data` parameter names (a folder: the official file in it), or None."
+    from sweet_rl.base.data import OFFLINE_TRAJECTORIES
+    if (p := _local_path(data)) is None: return None
+    p = Path(p).expanduser()
+    p = p / OFFLINE_TRAJECTORIES if p.is_dir() else p
+    if not p.is_file(): return None
+    with open(p, 'rb') as f: return sum(1 for line in f if line.strip()) or None
+
+def run_stages(notebook:str, params:dict, # a run's full parameters
+               a:dict=WALL_TIME_ASSUMPTIONS) -> list[dict]:
+    "The stages of one run: `{stage, tokens, tokens_per_s, gpus, hours}`, from its parameters and the stated assumptions `a`."
+    def stage(name, tokens, rate, gpus, wait_s=0.0):
+        return {'stage': name, 'tokens': int(tokens), 'tokens_per_s': rate, 'gpus': gpus, 'hours': (tokens / rate + wait_s) / 3600}
+    def episodes(name, n, turns, cap, live):  # generation on one GPU, plus the simulator's replies that `live` episodes wait for at once
+        return stage(name, n * turns * min(a['turn_tokens'], cap), a['decode_tokens_per_s'], 1, n * turns * a['simulator_s_per_turn'] / live)
+    train, p = a['train_tokens_per_s'], params
+    if notebook == 'evaluate': return [episodes('evaluate', p['n_tasks'], p['max_turns'], p['max_new_tokens'], p['batch_size'])]
+    n, per = _trajectory_count(p.get('data')) or a['trajectories'], a['trajectory_tokens']
+    if notebook == 'best_of_n':
+        ns = [int(x) for x in str(p['ns']).split(',') if x.strip()]
+        return [stage('critics', 3 * n * per * 4, train, a['gpus']),  # three critics (Figure 3a), Table 5's 4 epochs
+                episodes('best-of-N episodes', p['n_tasks'] * sum(ns), p['max_turns'], p['max_new_tokens'], p.get('batch_size', 8))]
+    if notebook != 'train_actor': return []
+    out = []
+    if p['method'] == 'rft': out.append(stage('train rft', n * a['rft_share'] * per * p['epochs'], train, a['gpus']))
+    elif p['method'] == 'mtdpo': out.append(stage('train mtdpo', n * per * p['epochs'], train, a['gpus']))  # n/2 pairs of 2 trajectories
+    else:
+        states = n * p['data_fraction'] * a['turns_per_trajectory']
+        if not p.get('critic_dir'): out.append(stage('train critic', n * per * p['critic_epochs'], train, a['gpus']))
+        out += [stage('candidates', states * p['n_candidates'] * min(a['turn_tokens'], p['candidate_tokens']), a['decode_tokens_per_s'], 1),
+                stage('score candidates', states * p['n_candidates'] * per / 2, a['score_tokens_per_s'], 1),
+                stage('train sweet', states * p['pairs_per_turn'] * per * p['epochs'], train, a['gpus'])]
+    return out + [episodes('evaluate', p['n_eval_tasks'], p['eval_max_turns'], p['eval_tokens'], a['live_episodes'])]
+
+def wall_time_plan(runs:dict, # `{study: [(notebook, full params), ...]}`
+                   a:dict=WALL_TIME_ASSUMPTIONS) -> dict:
+    "Per study: wall hours on one node, GPU-hours held (the node's GPUs all that time) and GPU-hours busy, from `run_stages`."
+    out = {}
+    for study, rs in runs.items():
+        stages = [s for nb, p in rs for s in run_stages(nb, p, a)]
+        if not stages: continue
+        hours = sum(s['hours'] for s in stages)
+        out[study] = {'wall_hours': round(hours, 1), 'gpu_hours': round(hours * a['gpus'], 1),
+                      'busy_gpu_hours': round(sum(s['hours'] * s['gpus'] for s in stages), 1),
+                      'by_stage_hours': {k: round(sum(s['hours'] for s in stages if s['stage'] == k), 1) for k in dict.fromkeys(s['stage'] for s in stages)}}
+    return out
+
+# %% ../../nbs/33_pipeline.ipynb #c70a0013
+def check_setup(studies:Sequence[Study], scale:str, runs_dir=None) -> dict:
+    "Everything `reproduce` needs at `scale`, checked at once without loading weights: `problems` names each missing piece, `wall_time` plans the hours."
+    unset = unset_variables(studies, scale)
+    problems = [f"environment variable {v} is not set (used by {w})" for v, w in unset.items()]
+    planned, plans, runs = {}, [], {}
+    if not unset:  # paths, models, plans, servers and data all need the variables
+        for s in studies:
+            try: planned[s.name] = run_study(s, scale, runs_dir, dry_run=True)
+            except (OSError, ValueError) as e: problems.append(str(e)); continue
+            runs[s.name] = [(nb, check_params(nb, p)) for nb, p in expand_study(s, scale)]
+            plans += plan_training(s, scale)
+        problems += [f"{x['study']}/{x['run']} {x['what']}: {p}" for x in plans for p in x['problems']]
+    if scale == 'paper': problems += cluster_problems(studies, runs, plans, scale)
+    return {'scale': scale, 'studies': [s.name for s in studies], 'runs': {k: [str(p) for p in v] for k, v in planned.items()},
+            'training': plans, 'problems': problems, 'wall_time': wall_time_plan(runs) if scale == 'paper' else {}}
+
+# %% ../../nbs/33_pipeline.ipynb #c70a0014
+def setup_summary(checked:dict, # from `check_setup`
+                 ) -> str:
+    "`check_setup`'s result for a reader: the wall-time plan per study, then every problem, one per line."
+    lines = [f"studies at scale {checked['scale']}: {', '.join(checked['studies'])}"]
+    if checked['wall_time']:
+        lines.append("wall time on one node of 8 GPUs (rough: from WALL_TIME_ASSUMPTIONS, never measured):")
+        for study, w in checked['wall_time'].items():
+            lines.append(f"  {study}: {w['wall_hours']} h, {w['gpu_hours']} GPU-hours held ({w['busy_gpu_hours']} busy); "
+                         + ', '.join(f"{k} {h} h" for k, h in w['by_stage_hours'].items()))
+    lines.append(f"{len(checked['problems'])} problem(s)" + (':' if checked['problems'] else ': ready'))
+    return '\n'.join(lines + [f"  - {p}" for p in checked['problems']])
+
 # %% ../../nbs/33_pipeline.ipynb #f87d49b2
 def reproduce(scale:str='small', studies:Sequence[str]|None=None, runs_dir=None, results_dir=None, figures_dir=None,
               page=None, # results page to update (None: the repository's docs/results.md)
               dry_run:bool=False, # only check every study's runs
               allow_mixed_versions:bool=False, force:bool=False) -> dict:
-    "Run and collect every study at `scale`, render the paper's tables and figures, update the results page."
-    studies = list(studies or STUDIES)
-    loaded = [Study.load(s) for s in studies]
-    planned = {s.name: run_study(s, scale, runs_dir, dry_run=True) for s in loaded}  # all parameters checked first
-    if dry_run:
-        plans = [x for s in loaded for x in plan_training(s, scale)]
-        return {'scale': scale, 'runs': {k: [str(p) for p in v] for k, v in planned.items()}, 'training': plans,
-                'problems': [f"{x['study']}/{x['run']} {x['what']}: {p}" for x in plans for p in x['problems']]}
+    "Run and collect every study at `scale` (default: `default_studies`), render the paper's tables and figures, update the results page."
+    loaded = [Study.load(s) for s in (studies or default_studies(scale))]
+    checked = check_setup(loaded, scale, runs_dir)  # everything checked first, every problem named at once
+    if dry_run: return checked
+    if checked['problems']: raise ConfigError(f"not ready to reproduce at scale {scale}:\n  " + '\n  '.join(checked['problems']))
+    planned = {s.name: run_study(s, scale, runs_dir, dry_run=True) for s in loaded}
     restore_runs(runs_dir)
     loaded = [s for s in loaded if planned[s.name]]  # a study may have no runs at a scale (Reflect-RL: no paper scale yet)
     for s in loaded:
@@ -662,7 +866,7 @@ def main(argv:Sequence[str]|None=None):
     p = sub.add_parser('outdated', help="committed results of runs that their study no longer makes")
     p.add_argument('--scale', default='small', choices=SCALES); p.add_argument('--results-dir')
     p.add_argument('--check', action='store_true', help='exit with status 1 when there are any')
-    p = sub.add_parser('reproduce'); p.add_argument('--scale', default='small', choices=SCALES); p.add_argument('--studies')
+    p = sub.add_parser('reproduce'); p.add_argument('--scale', default='small', choices=SCALES); p.add_argument('--studies', help="comma-separated (default: every study; at paper scale all but table4)")
     p.add_argument('--runs-dir'); p.add_argument('--dry-run', action='store_true'); p.add_argument('--force', action='store_true')
     p.add_argument('--allow-mixed-versions', action='store_true')
     a = ap.parse_args(argv)
@@ -698,6 +902,7 @@ def main(argv:Sequence[str]|None=None):
         out = reproduce(a.scale, a.studies.split(',') if a.studies else None, a.runs_dir, dry_run=a.dry_run,
                         allow_mixed_versions=a.allow_mixed_versions, force=a.force)
         print(json.dumps(out, indent=2))
+        if a.dry_run: print(setup_summary(out), file=sys.stderr)
         if out.get('problems'): sys.exit(1)
 
 if __name__ == '__main__' and '__file__' in globals(): run_cli(main)  # one line for a user's mistake
