@@ -7,7 +7,7 @@ import pytest
 from sweet_rl.base.core import REPO_ROOT
 from sweet_rl.base.data import BackendTask, sample_tasks
 from sweet_rl.base.sandbox import default_pool
-from sweet_rl.envs.backend import ANSWER_MARK, _REFERENCE_CACHE, _reference_key, evaluate_batch, evaluate_code
+from sweet_rl.envs.backend import ANSWER_MARK, _REFERENCE_CACHE, _reference_key, evaluate_batch, evaluate_code, extract_code
 
 
 def test_endless_loop_answer_fails():
@@ -70,3 +70,38 @@ def test_hostile_answers_change_no_later_verdict():
     got = [v.success for v in evaluate_batch(tasks, answers)]
     assert got == [True] * len(fresh) + [False] * len(fresh) + [True] * len(known) + [False] * len(known), got
     assert all([r.value for r in _REFERENCE_CACHE[_reference_key(t, 1.0)]] == [222, 222] for t in fresh)
+
+
+# Answers that look their task up on the evaluator's machine: the reference, found by the function's name, is run on
+# the test's arguments. A file it reads is any copy of the tasks: the bundled sample, a copy in the home folder (as the
+# dataset caches under ~/.cache), the development copy beside the checkout.
+def _lookup_answer(t:BackendTask, rows:str) -> str:
+    "An answer to `t` that loads task rows with the code `rows` and returns what the reference of `t` returns."
+    return (f"{ANSWER_MARK}\n```python\nimport json\n"
+            f"def {t.function_name}(*args, **kwargs):\n{textwrap.indent(rows, '    ')}\n"
+            f"    ref = next(r['ground_truth'] for r in rows if 'def {t.function_name}(' in r['ground_truth'])\n"
+            f"    space = {{}}\n    exec(ref, space)\n    return space[{t.function_name!r}](*args, **kwargs)\n```")
+
+def test_answers_cannot_read_the_answer_key():
+    "An answer that reads its task's reference from the bundled tasks, a copy in the home folder or the development copy fails, as does `import sweet_rl`; the same answers' lookups work outside the sandbox."
+    t = sample_tasks('backend')[0]
+    bundled = REPO_ROOT / 'sweet_rl' / 'assets' / 'colbench' / 'backend_tasks' / 'test.jsonl' if REPO_ROOT else None
+    bundled = bundled if bundled and bundled.is_file() else Path(__import__('sweet_rl').base.data.SAMPLE_DIR) / 'backend_tasks' / 'test.jsonl'
+    home_copy = Path.home() / f'.sweet_rl_key_{uuid.uuid4().hex}.jsonl'
+    shutil.copy(bundled, home_copy)
+    files = [bundled, home_copy] + [p for p in [Path(os.environ.get('SWEET_RL_COLBENCH_DEV') or REPO_ROOT.parent / 'shared' / 'colbench')
+                                                / 'backend_dev.jsonl'] if REPO_ROOT and p.is_file()]
+    try:
+        answers = [_lookup_answer(t, f"rows = [json.loads(l) for l in open({str(f)!r})]") for f in files]
+        answers.append(_lookup_answer(t, "from sweet_rl.base.data import sample_tasks\nrows = [vars(x) for x in sample_tasks('backend')]"))
+        reference, call = {}, next(iter(t.test_cases.values()))
+        exec(t.ground_truth, reference)
+        for a in answers:  # outside the sandbox, every lookup returns what the reference returns
+            space = {}; exec(extract_code(a, t.function_name), space)
+            assert eval(call, space) == eval(call, reference)
+        verdicts = evaluate_batch([t] * len(answers), answers, timeout=5.0)  # time enough to import sweet_rl
+        assert [v.success for v in verdicts] == [False] * len(answers), [v.errors for v in verdicts]
+        errors = [next(iter(v.errors.values())) for v in verdicts]
+        assert all(e.startswith('FileNotFoundError') for e in errors[:len(files)]) and errors[-1].startswith('ModuleNotFoundError'), errors
+    finally: home_copy.unlink()
+    assert evaluate_batch([t], [f"{ANSWER_MARK}\n{t.ground_truth}"])[0].success  # an honest answer still passes

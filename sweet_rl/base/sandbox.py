@@ -13,14 +13,15 @@ from typing import Any, Iterable, Sequence
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
-from .core import Config, ConfigError
+from .core import PKG_DIR, REPO_ROOT, Config, ConfigError
 
 # %% auto #0
-__all__ = ['SAFE_GLOBALS', 'K_SETUP', 'K_OK', 'K_ERROR', 'K_DONE', 'FRAME_HEADER', 'MS_RDONLY', 'MS_NOSUID', 'MS_NODEV',
-           'MS_NOEXEC', 'MS_REMOUNT', 'MS_BIND', 'MS_REC', 'SECCOMP_DENIED', 'CLONE_NEW_FLAGS', 'JOB_ENV',
-           'SandboxUnavailable', 'UnsafeValue', 'SandboxConfig', 'CallResult', 'SandboxRun', 'decode_value',
-           'values_equal', 'seccomp_program', 'zygote_source', 'server_source', 'Sandbox', 'SandboxPool',
-           'default_pool', 'run_untrusted', 'run_untrusted_batch', 'sandbox_available']
+__all__ = ['JOB_PACKAGES', 'SAFE_GLOBALS', 'K_SETUP', 'K_OK', 'K_ERROR', 'K_DONE', 'FRAME_HEADER', 'MS_RDONLY', 'MS_NOSUID',
+           'MS_NODEV', 'MS_NOEXEC', 'MS_REMOUNT', 'MS_BIND', 'MS_REC', 'MS_PRIVATE', 'SECCOMP_DENIED',
+           'CLONE_NEW_FLAGS', 'JOB_ENV', 'SYSTEM_PATHS', 'MASKED_PATHS', 'SandboxUnavailable', 'UnsafeValue',
+           'SandboxConfig', 'CallResult', 'SandboxRun', 'decode_value', 'values_equal', 'seccomp_program',
+           'zygote_source', 'server_source', 'Sandbox', 'SandboxPool', 'default_pool', 'run_untrusted',
+           'run_untrusted_batch', 'sandbox_available']
 
 # %% ../../nbs/03_sandbox.ipynb #97fd826f
 class SandboxUnavailable(RuntimeError):
@@ -29,6 +30,9 @@ class SandboxUnavailable(RuntimeError):
 # %% ../../nbs/03_sandbox.ipynb #508fbbf0
 class UnsafeValue(ValueError):
     "A value from a job that is not plain data (unknown class, too deep, too large or cyclic)."
+
+# %% ../../nbs/03_sandbox.ipynb #c1a7e0d2
+JOB_PACKAGES = ('numpy', 'scipy', 'pandas', 'scikit-learn', 'beautifulsoup4', 'requests') # importable in jobs, where installed
 
 # %% ../../nbs/03_sandbox.ipynb #eb2970de
 @dataclass
@@ -45,7 +49,8 @@ class SandboxConfig(Config):
     max_open_files:int=64 # RLIMIT_NOFILE
     on_crash:str='restart' # after a timeout or crash: 'restart' the later calls in a fresh process, or 'fail_rest'
     preload:list=field(default_factory=list) # modules the worker imports once, so jobs get them without import cost
-    hide:list=field(default_factory=lambda: ['/root', '/home', '/run', '/var/tmp', '/dev/shm']) # dirs shown empty
+    packages:list=field(default_factory=lambda: list(JOB_PACKAGES)) # distributions (or import names) jobs may import, with all they require
+    show:list=field(default_factory=list) # more host paths jobs may read (read-only)
     sandbox_uid:int=65534 # unprivileged uid the worker switches to when started as root
     python:str='' # interpreter of the worker; '' means the one running this code
     seed:int|None=0 # `random.seed` before loading the code and before each call (None: leave `random` alone)
@@ -58,6 +63,8 @@ class SandboxConfig(Config):
             v = getattr(self, k)
             if not v > 0: raise ConfigError(f"SandboxConfig.{k} must be positive, got {v!r}")
         if self.max_procs < 0: raise ConfigError(f"SandboxConfig.max_procs must be >= 0, got {self.max_procs!r}")
+        for p in self.show:
+            if not str(p).startswith('/'): raise ConfigError(f"SandboxConfig.show holds absolute paths, got {p!r}")
 
 # %% ../../nbs/03_sandbox.ipynb #b3961aac
 @dataclass
@@ -158,9 +165,9 @@ def values_equal(a, b) -> bool:
 # %% ../../nbs/03_sandbox.ipynb #387dd756
 K_SETUP, K_OK, K_ERROR, K_DONE = 1, 2, 3, 4 # frame kinds: code loaded, call returned, call (or load) raised, job finished
 FRAME_HEADER = '<BiI' # kind, call index (-1 = loading the code), payload size
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 _ZYGOTE_CONSTANTS = ['K_SETUP', 'K_OK', 'K_ERROR', 'K_DONE', 'FRAME_HEADER', 'MS_RDONLY', 'MS_NOSUID', 'MS_NODEV',
-                     'MS_NOEXEC', 'MS_REMOUNT', 'MS_BIND', 'MS_REC']
+                     'MS_NOEXEC', 'MS_REMOUNT', 'MS_BIND', 'MS_REC', 'MS_PRIVATE']
 
 def _z_send_msg(fd, obj):
     "Write one length-prefixed pickle."
@@ -214,27 +221,124 @@ def _z_remount_readonly(path):
     if not f & (1024 | 4096): flags |= 1 << 24  # strictatime
     _z_mount(None, path, None, flags)
 
+# %% ../../nbs/03_sandbox.ipynb #c1a7e0d3
+def _z_resolve(path, links):
+    "Real path of absolute `path`; each symlink on the way goes into `links` (link -> target), for the new root."
+    for _ in range(40):  # links followed at most, as the kernel's ELOOP limit
+        parts, real = [p for p in path.split('/') if p], ''
+        for i, part in enumerate(parts):
+            here = f'{real}/{part}'
+            if os.path.islink(here):
+                links[here] = os.readlink(here)
+                path = os.path.normpath(os.path.join(real or '/', links[here], *parts[i + 1:]))
+                break
+            real = here
+        else: return real or '/'
+    raise OSError(f'too many levels of symbolic links in {path}')
+
+# %% ../../nbs/03_sandbox.ipynb #c1a7e0d5
+def _z_site_dirs(roots):
+    "Folders of installed packages (site-packages, dist-packages) under `roots`: jobs see the allowed ones only."
+    found = set()
+    for root in roots:
+        for lib in ('lib', 'lib64', 'lib32'):
+            try: names = os.listdir(f'{root}/{lib}')
+            except OSError: continue
+            for name in names:
+                for kind in ('site-packages', 'dist-packages'):
+                    p = f'{root}/{lib}/{name}/{kind}'
+                    if name.startswith('python') and os.path.isdir(p): found.add(os.path.realpath(p))
+    return found
+
+# %% ../../nbs/03_sandbox.ipynb #c1a7e0d7
+def _z_package_paths(names):
+    "(paths, found, missing): top-level files and folders of distributions `names` (or import names) and their needs."
+    import importlib.metadata as md, importlib.util
+    paths, found, missing, seen, owners = set(), [], [], set(), None
+    todo = [(n, True) for n in names]
+    while todo:
+        name, asked = todo.pop()
+        if (key := re.sub(r'[-_.]+', '-', name).lower()) in seen: continue
+        seen.add(key)
+        try: dist = md.distribution(name)
+        except (md.PackageNotFoundError, ValueError): dist = None
+        if dist is None:  # an import name: its distributions, or the bare module when none ships it
+            try: spec = importlib.util.find_spec(name) if name.isidentifier() else None  # top-level: imports nothing
+            except (ImportError, ValueError): spec = None
+            if spec is None:
+                if asked: missing.append(name)
+                continue
+            owners = md.packages_distributions() if owners is None else owners  # (0.3 s: only for such a name)
+            if owners.get(name): todo += [(d, asked) for d in owners[name]]; continue
+            paths.update(list(spec.submodule_search_locations or []) or [spec.origin] * os.path.isfile(spec.origin or ''))
+            found.append(name)
+            continue
+        site, files = str(dist.locate_file('')), dist.files
+        if files is not None: tops = {f.parts[0] for f in files if f.parts and f.parts[0] not in ('..', '__pycache__')}
+        else:  # no RECORD: its metadata folder and the names in top_level.txt
+            tops = set((dist.read_text('top_level.txt') or '').split()) | {os.path.basename(str(getattr(dist, '_path', '')))}
+            tops |= {f for f in os.listdir(site) for t in list(tops) if f.startswith(t + '.') and f.endswith(('.py', '.so'))}
+        paths.update(p for t in tops if t and os.path.lexists(p := os.path.join(site, t)))
+        found.append(dist.metadata['Name'])
+        for req in dist.requires or []:  # requirements of an extra are not installed with it
+            if 'extra' not in req.partition(';')[2]: todo.append((re.match(r'\s*([A-Za-z0-9._-]+)', req)[1], False))
+    return sorted(paths), sorted(found), sorted(missing)
+
 # %% ../../nbs/03_sandbox.ipynb #847f2c05
-def _z_isolate_files(work, work_mb, hide, expose, owner=None):
-    "Writable tmpfs at `work` (owned by `owner`), empty dirs over `hide` (`expose` bound back), the rest read-only."
-    under = lambda p, roots: any(p == r or p.startswith(r.rstrip('/') + '/') for r in roots)
-    hide = [h for h in hide if os.path.isdir(h) and not os.path.islink(h) and h != work]
-    hide = [h for h in hide if not under(h, [r for r in hide if r != h])]  # /home/me is gone once /home is hidden
-    keep = {}
-    for p in sorted({os.path.realpath(p) for p in expose if os.path.isdir(p)}, key=len):
-        if under(p, hide + [work]) and not under(p, keep): keep[p] = os.open(p, os.O_PATH)
-    for h in hide: _z_mount('tmpfs', h, 'tmpfs', MS_NOSUID | MS_NODEV, 'size=1m,mode=755')
-    owned = '' if owner is None else f',uid={owner},gid={owner}'
-    _z_mount('tmpfs', work, 'tmpfs', MS_NOSUID | MS_NODEV, f'size={work_mb}m,mode=700{owned}')
-    for p, fd in keep.items():
-        os.makedirs(p, exist_ok=True)
-        _z_mount(f'/proc/self/fd/{fd}', p, None, MS_BIND | MS_REC)
-        os.close(fd)
+def _z_isolate_files(work, work_mb, show, mask, pivot_root_nr, owner=None):
+    "A new read-only root: the host paths `show` only, each at its own place, folders `mask` emptied; a writable tmpfs at `work`."
+    os.umask(0o022)
+    links = {'/dev/fd': '/proc/self/fd', '/dev/stdin': '/proc/self/fd/0', '/dev/stdout': '/proc/self/fd/1',
+             '/dev/stderr': '/proc/self/fd/2'}
+    entries = {os.path.realpath(m): ('mask',) for m in mask if os.path.isdir(m)}
+    for p in show:  # every source opened before anything is mounted (a mount over the staging folder may cover some)
+        if os.path.lexists(p) and os.path.exists(real := _z_resolve(os.path.abspath(p), links)) \
+           and entries.get(real, ('mask',))[0] == 'mask':  # a path both shown and masked is shown
+            entries[real] = ('bind', os.open(real, os.O_PATH | os.O_CLOEXEC))
+    for link, target in links.items(): entries.setdefault(link, ('link', target))
+    entries[work] = ('work',)
+    new = '/tmp'  # staging: the new root is built on a tmpfs mounted here, then made `/`
+    _z_mount(None, '/', None, MS_REC | MS_PRIVATE)
+    _z_mount('tmpfs', new, 'tmpfs', MS_NOSUID | MS_NODEV, 'size=1m,mode=755')
+    shown = []
+    for p in sorted(entries, key=lambda p: p.split('/')):  # parents first
+        up = os.path.dirname(p)
+        while up != '/' and up not in entries: up = os.path.dirname(up)
+        covered = entries.get(up, ('root',))[0] == 'bind'  # `p` already shows the host's own content
+        kind, target = entries[p][0], new + p
+        if kind == 'bind' and covered: os.close(entries[p][1])
+        if (kind in ('bind', 'link') and covered) or (kind == 'mask' and not covered): continue  # shown, or nothing to hide
+        if not covered: os.makedirs(os.path.dirname(target), exist_ok=True)
+        if kind == 'link': os.symlink(entries[p][1], target); shown.append(p); continue
+        if kind == 'bind' and not stat.S_ISDIR(os.fstat(entries[p][1]).st_mode): open(target, 'a').close()
+        else: os.makedirs(target, exist_ok=True)
+        if kind == 'mask': _z_mount('tmpfs', target, 'tmpfs', MS_NOSUID | MS_NODEV, 'size=64k,mode=755')
+        elif kind == 'work':
+            owned = '' if owner is None else f',uid={owner},gid={owner}'
+            _z_mount('tmpfs', target, 'tmpfs', MS_NOSUID | MS_NODEV, f'size={work_mb}m,mode=700{owned}')
+        else:
+            _z_mount(f'/proc/self/fd/{entries[p][1]}', target, None, MS_BIND | MS_REC)
+            os.close(entries[p][1]); shown.append(p)
+    os.chdir(new)
+    if ctypes.CDLL(None, use_errno=True).syscall(pivot_root_nr, b'.', b'.') != 0:  # no libc wrapper for pivot_root
+        raise OSError(ctypes.get_errno(), f'pivot_root: {os.strerror(ctypes.get_errno())}')
+    _z_libc('umount2', b'.', 2)  # MNT_DETACH: the old root is gone from this namespace
+    os.chdir('/')
     n = 0
     for mp in dict.fromkeys(_z_mountpoints()):
-        if mp == work or under(mp, ['/proc']) or not os.path.exists(mp): continue  # workspace, procfs, covered mounts
+        if mp == work or mp == '/proc' or mp.startswith('/proc/') or not os.path.exists(mp): continue
         _z_remount_readonly(mp); n += 1
-    return {'readonly_mounts': n, 'hidden': hide, 'exposed': sorted(keep)}
+    return {'readonly_mounts': n, 'shown': shown, 'masked': sorted(p for p, e in entries.items() if e[0] == 'mask')}
+
+# %% ../../nbs/03_sandbox.ipynb #c1a7e0d9
+def _z_check_unseen(paths, shown):
+    "Raise unless each of `paths` is absent or holds only the way to `shown` paths (`/root` holding `.pyenv`)."
+    for p in paths:
+        if not os.path.lexists(p): continue
+        inside = p.rstrip('/') + '/'
+        leads = {q[len(inside):].split('/')[0] for q in shown if q.startswith(inside)}
+        if any(p == q or p.startswith(q.rstrip('/') + '/') for q in shown) or not leads or set(os.listdir(p)) - leads:
+            raise RuntimeError(f'{p} is visible inside the sandbox')
 
 # %% ../../nbs/03_sandbox.ipynb #70b0dfd6
 def _z_drop_privileges(as_root, uid):
@@ -483,12 +587,17 @@ def _z_main():
     try:
         if os.getpid() != 1: raise RuntimeError('the worker must be PID 1 of a new PID namespace')
         if '' in sys.path: sys.path.remove('')
-        expose = sys.path + [sys.prefix, sys.base_prefix, sys.exec_prefix,
-                             os.path.dirname(os.path.realpath(sys.executable))]
+        prefixes = sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
+        interpreter = [f'{p}/{d}' for p in prefixes for d in ('pyvenv.cfg', 'bin', 'lib', 'lib64', sys.platlibdir)]
+        packages, found, missing = _z_package_paths(cfg['packages'] + cfg['preload'])
+        mask = set(cfg['mask']) | _z_site_dirs(prefixes + ['/usr'])  # shown again: the allowed packages only
         owner = cfg['uid'] if cfg['as_root'] else None
-        files = _z_isolate_files(cfg['work'], cfg['workspace_mb'], cfg['hide'], expose, owner)
-        inside = cfg['work'].rstrip('/') + '/'  # exposed dirs bound back under the workspace (a repo in /tmp): never wiped
-        cfg['keep'] = sorted({p[len(inside):].split('/')[0] for p in files['exposed'] if p.startswith(inside)})
+        files = _z_isolate_files(cfg['work'], cfg['workspace_mb'], cfg['system'] + interpreter + [sys.executable]
+                                 + packages + cfg['show'], mask, cfg['pivot_root'], owner)
+        _z_check_unseen(cfg['unseen'], files['shown'])
+        files.update(packages=found, packages_missing=missing)
+        inside = cfg['work'].rstrip('/') + '/'  # paths shown inside the workspace (a checkout in /tmp): never wiped
+        cfg['keep'] = sorted({p[len(inside):].split('/')[0] for p in files['shown'] if p.startswith(inside)})
         _z_drop_privileges(cfg['as_root'], cfg['uid'])
         cfg['job_dir'] = cfg['work'].rstrip('/') + '/job'  # every job runs in it; wiped or checked empty after each
         os.environ.clear(); os.environ.update(cfg['job_env'], HOME=cfg['job_dir'], TMPDIR=cfg['job_dir'])
@@ -531,7 +640,8 @@ def _z_serve():
 
 # %% ../../nbs/03_sandbox.ipynb #33526d89
 _SETUP_FUNCS = [_z_send_msg, _z_read_exact, _z_read_msg, _z_libc, _z_mount, _z_mountpoints, _z_remount_readonly,
-                _z_isolate_files, _z_drop_privileges, _z_report, _z_seccomp, _z_main]
+                _z_resolve, _z_site_dirs, _z_package_paths, _z_isolate_files, _z_check_unseen, _z_drop_privileges,
+                _z_report, _z_seccomp, _z_main]
 
 _SERVER_FUNCS = [_z_send_msg, _z_read_exact, _z_read_msg, _z_describe, _z_dumps, _z_job_child, _z_exit_text, _z_wipe,
                  _z_run_job, _z_tidy, _z_serve]
@@ -559,6 +669,11 @@ JOB_ENV = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'LANG': 'C.UTF-8', 'LC_ALL': 
            # one string-hash seed for every worker: a set of strings then iterates in the same order whichever worker
            # runs a job, so an answer and its reference (often run on different workers) agree on set order
            'PYTHONHASHSEED': '0'}
+SYSTEM_PATHS = ('/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc/ld.so.cache', '/etc/ld.so.conf',
+                '/etc/ld.so.conf.d', '/etc/localtime', '/etc/passwd', '/etc/group', '/etc/nsswitch.conf', '/etc/hosts',
+                '/etc/alternatives', '/etc/mime.types', '/dev/null', '/dev/zero', '/dev/full', '/dev/random',
+                '/dev/urandom', '/proc') # the host paths every job sees (read-only but /proc), beside the interpreter
+MASKED_PATHS = ('/usr/local',) # shown empty (the interpreter's own folders there are shown again), as are package folders
 
 def _launch_command(config:SandboxConfig) -> list:
     "The `unshare` command line that starts a worker."
@@ -604,9 +719,13 @@ class Sandbox:
             self._proc = subprocess.Popen(_launch_command(c), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
                                           env={**JOB_ENV, 'PYTHONDONTWRITEBYTECODE': '1'},
                                           cwd='/', start_new_session=True, bufsize=0)
-            home = os.path.expanduser('~')
-            hide = list(c.hide) + ([home] if home not in ('/', *c.hide) else [])  # the user's own home, wherever it is
-            cfg = {'work': '/tmp', 'workspace_mb': c.workspace_mb, 'hide': hide, 'as_root': os.geteuid() == 0,
+            shown = lambda p: any(p == s or p.startswith(s.rstrip('/') + '/') for s in map(str, c.show))
+            unseen = {os.path.expanduser('~'), str(PKG_DIR)}  # checked by the worker: there, the caches and the tasks
+            unseen |= {str(REPO_ROOT), str(REPO_ROOT.parent)} if REPO_ROOT else set()  # the checkout and its neighbours
+            cfg = {'work': '/tmp', 'workspace_mb': c.workspace_mb, 'system': list(SYSTEM_PATHS), 'mask': list(MASKED_PATHS),
+                   'packages': list(c.packages), 'show': list(map(str, c.show)), 'as_root': os.geteuid() == 0,
+                   'unseen': sorted(p for p in unseen if p not in ('/', '/tmp') and not shown(p)),
+                   'pivot_root': _SYSCALLS[os.uname().machine][1]['pivot_root'],
                    'uid': c.sandbox_uid, 'preload': list(c.preload), 'job_env': JOB_ENV, 'max_procs': c.max_procs,
                    'nproc_base': 0 if os.geteuid() == 0 else 1, 'max_file_mb': c.max_file_mb,
                    'max_open_files': c.max_open_files, 'memory_mb': c.memory_mb, 'max_value_bytes': c.max_value_bytes,
