@@ -773,7 +773,7 @@ class MixedClarifier:
             out.append(Completion(text, len(text.split()), 'stop'))
         return out
 
-# %% ../../nbs/16_testbed.ipynb #ceedd62b
+# %% ../../nbs/16_testbed.ipynb #c15c823e
 def _first_move(record:dict) -> str:
     family, spec = task_spec(record['task'])
     first = next(m['content'] for m in record['dialogue_history'] if m['role'] == 'assistant')
@@ -786,10 +786,11 @@ def episode_pairs(tasks:Sequence, # training tasks
                   mix:dict|None=None, # share of each kind (default `DEFAULT_MIX`)
                   episodes_per_task:int=6, # scripted episodes per task to pair from
                   p_ask:float=0.6, # the behaviour policy's chance of asking
-                  seed:int=0, cost:float=QUESTION_COST, progress:bool=False) -> list[dict]:
+                  seed:int=0, cost:float=QUESTION_COST, progress:bool=False,
+                  paraphrase:bool=True) -> list[dict]: # the policy words each question with one of the slot's wordings (else the canonical one)
     "Whole-episode pairs of the mixed scripted policy at one task, typed by their first moves; chosen has the higher reward."
     from sweet_rl.base.rollout import RolloutConfig, env_factory, run_rollouts
-    records = run_rollouts(tasks, env_factory('clarify', question_cost=cost), MixedClarifier(p_ask),
+    records = run_rollouts(tasks, env_factory('clarify', question_cost=cost), MixedClarifier(p_ask, paraphrase=paraphrase),
                            RolloutConfig(samples_per_task=episodes_per_task, seed=seed, batch_size=64), progress=progress)
     by_task = {}
     for r in records: by_task.setdefault(stable_id(r['task']), []).append(r)

@@ -11,7 +11,9 @@ from typing import Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['info_gated_power']
+__all__ = ['CONSTRUCTIONS', 'FEATURES', 'TRAINED', 'FREE', 'info_gated_power', 'testbed_pairs', 'as_trajectories',
+           'heldout_states', 'slot_features', 'SlotFeatureScorer', 'MicroConfig', 'micro_corpus', 'micro_backbone',
+           'TestbedCreditConfig', 'training_pair_accuracy', 'testbed_credit_run']
 
 # %% ../../nbs/38_credit_study.ipynb #90e7e96a
 def _percentile_low(values:np.ndarray, rng:np.random.Generator, n_boot:int, level:float=0.95) -> np.ndarray:
@@ -44,3 +46,245 @@ def info_gated_power(n_states:int, # held-out info-gated states, one per indepen
     clears = (_percentile_low(per_state.reshape(sims * seeds, n_states), rng, n_boot) > 0.5).reshape(sims, seeds)
     return {'n_states': n_states, 'true_acc': true_acc, 'rho': rho, 'tau': tau, 'seeds': seeds, 'need': need,
             'per_seed': float(clears.mean()), 'at_least_need': float((clears.sum(axis=1) >= need).mean()), 'sims': sims}
+
+# %% ../../nbs/38_credit_study.ipynb #e455f2fd
+from ..base.core import Config, artifact_dir, atomic_write_text, stable_id, write_jsonl, write_manifest
+from ..base.rollout import env_factory
+from ..envs.clarify import RuleHuman, constructed_candidates, describe_action, task_spec
+from ..envs.testbed import QUESTION_COST, episode_pairs, local_pairs, pair_mix, testbed_tasks
+from .credit import beat_probability, credit_metrics, first_turn_states, score_states
+
+# %% ../../nbs/38_credit_study.ipynb #12a3fe6d
+CONSTRUCTIONS = ('local', 'episode')
+
+def testbed_pairs(construction:str, n_train:int=600, n_pairs:int=1000, data_seed:int=0,
+                  paraphrase:bool=True) -> list[dict]: # questions in any of the slot's wordings (else the canonical one)
+    "The training pairs of one construction on `n_train` distinct training tasks (seeded by `data_seed`)."
+    if construction not in CONSTRUCTIONS: raise ValueError(f"construction must be one of {CONSTRUCTIONS}, got {construction!r}")
+    tasks = testbed_tasks('train', n_train, seed=data_seed)
+    if construction == 'local': return local_pairs(tasks, n_pairs, seed=data_seed, paraphrase=paraphrase)
+    return episode_pairs(tasks, n_pairs, seed=data_seed, paraphrase=paraphrase)
+
+def as_trajectories(pairs:Sequence[dict], value_labels:bool=False) -> list[dict]:
+    "Both sides of every pair as trajectory records whose task carries the pair's index, so `make_pairs` rebuilds exactly these pairs."
+    out = []
+    for i, p in enumerate(pairs):
+        for side in ('chosen', 'rejected'):
+            r = {**p[side], 'task': {**p[side]['task'], 'pair': i}}
+            if value_labels: r['reward'] = min(1.0, max(0.0, r['reward']))  # the value head's soft label lies in [0, 1]
+            out.append(r)
+    return out
+
+def heldout_states(split:str, seed:int=0) -> list[dict]:
+    "First-turn states of every task of a held-out split ('test' or 'new') with the constructed candidates."
+    return first_turn_states(testbed_tasks(split, seed=seed), env_factory('clarify', question_cost=QUESTION_COST),
+                             constructed=constructed_candidates, describe=describe_action)
+
+# %% ../../nbs/38_credit_study.ipynb #45a778a6
+FEATURES = ('answer', 'ask_off', 'ask_default', 'ask_none')
+
+def slot_features(task:dict, text:str) -> list[float]:
+    "The four features of one candidate message at a task's first turn (the task's slot values are the information it reads)."
+    family, spec = task_spec(task)
+    if '\nI WANT TO ANSWER:' in f"\n{text}" or text.startswith('I WANT TO ANSWER:'): return [1.0, 0.0, 0.0, 0.0]
+    asked = RuleHuman.asked_slots(family, text)
+    off = any(spec[n] != family.slot(n).default for n in asked)
+    return [0.0, float(off), float(bool(asked) and not off), float(not asked)]
+
+class SlotFeatureScorer:
+    "Logistic regression (Bradley-Terry) on `slot_features`, fitted to preference pairs."
+    name = 'logistic'
+    def __init__(self, l2:float=1e-3, steps:int=500, lr:float=0.5):
+        self.l2, self.steps, self.lr, self.weights = l2, steps, lr, np.zeros(len(FEATURES))
+
+    def fit(self, pairs:Sequence[dict]) -> 'SlotFeatureScorer':
+        "Gradient descent on the mean BT loss of the pairs' first agent messages, with a small L2 penalty."
+        first = lambda r: next(m['content'] for m in r['dialogue_history'] if m['role'] == 'assistant')
+        diff = np.array([np.subtract(slot_features(p['chosen']['task'], first(p['chosen'])), slot_features(p['rejected']['task'], first(p['rejected'])))
+                         for p in pairs])
+        w = np.zeros(diff.shape[1])
+        for _ in range(self.steps):
+            z = diff @ w
+            grad = -(diff * (1 / (1 + np.exp(z)))[:, None]).mean(axis=0) + self.l2 * w
+            w -= self.lr * grad
+        self.weights = w
+        return self
+
+    def score(self, task:dict, history, candidates:Sequence[str]) -> list[float]:
+        return [float(np.dot(self.weights, slot_features(task, c))) for c in candidates]
+
+# %% ../../nbs/38_credit_study.ipynb #a23d2660
+import json, statistics, time
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+@dataclass
+class MicroConfig(Config):
+    "The micro backbone: its size, its from-scratch training, and the training tasks whose dialogues it reads."
+    layers:int=4 # transformer blocks
+    width:int=128 # hidden size
+    heads:int=4 # attention heads (2 key-value heads)
+    vocab:int=1024 # BPE vocabulary learned from the corpus (plus the chat template's special tokens)
+    steps:int=300 # optimizer steps of next-token training
+    batch_size:int=8 # conversations per step
+    lr:float=2e-3 # AdamW learning rate, cosine decay to 10%
+    max_tokens:int=512 # conversations are cut to this many tokens
+    n_train:int=600 # training tasks whose episodes form the corpus (`testbed_tasks('train', n_train, data_seed)`)
+    episodes_per_task:int=4 # mixed scripted episodes per task
+    data_seed:int=0 # seed of the tasks and episodes
+    seed:int=0 # seed of the weights and the batches
+
+# %% ../../nbs/38_credit_study.ipynb #9441d681
+def micro_corpus(config:MicroConfig) -> list[list[dict]]:
+    "The training dialogues in the critic's format, each once with the reference code, once with the slot list, once without."
+    from sweet_rl.base.rollout import RolloutConfig, run_rollouts
+    from sweet_rl.methods.critic import CRITIC_PROMPT, CRITIC_PROMPT_NO_INFO
+    from sweet_rl.base.data import dialogue_turns
+    from sweet_rl.envs.testbed import MixedClarifier
+    tasks = testbed_tasks('train', config.n_train, seed=config.data_seed)
+    episodes = run_rollouts(tasks, env_factory('clarify', question_cost=QUESTION_COST), MixedClarifier(0.6),
+                            RolloutConfig(samples_per_task=config.episodes_per_task, seed=config.data_seed, batch_size=64), progress=False)
+    out = []
+    for r in episodes:
+        t, turns = r['task'], dialogue_turns(r['dialogue_history'])
+        for first in (CRITIC_PROMPT.format(problem_description=t['problem_description'], reference=t['ground_truth']),
+                      CRITIC_PROMPT.format(problem_description=t['problem_description'], reference=t['hidden_slots']),
+                      CRITIC_PROMPT_NO_INFO.format(problem_description=t['problem_description'])):
+            out.append([{'role': 'user', 'content': first}] + turns)
+    return out
+
+# %% ../../nbs/38_credit_study.ipynb #5a505288
+def _micro_model(config:MicroConfig, tokenizer):
+    "A freshly initialized small causal LM shaped like SmolLM2 (same architecture class and template), sized by `config`."
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from sweet_rl.base.models import resolve_model_path
+    cfg = AutoConfig.from_pretrained(resolve_model_path('smollm2-135m'))
+    for k, v in dict(num_hidden_layers=config.layers, hidden_size=config.width, intermediate_size=3 * config.width,
+                     num_attention_heads=config.heads, num_key_value_heads=max(1, config.heads // 2), head_dim=config.width // config.heads,
+                     vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                     pad_token_id=tokenizer.pad_token_id, max_position_embeddings=2048, tie_word_embeddings=True).items(): setattr(cfg, k, v)
+    torch.manual_seed(config.seed)
+    return AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+
+def micro_backbone(config:MicroConfig|None=None, # its size and training
+                   runs_dir=None, # root of `runs/` (default: the repository's)
+                   progress:bool=True) -> Path:
+    "Folder of the micro backbone (model and tokenizer), trained once and shared: `runs/shared/micro-lm/<id>/model`."
+    from transformers import AutoTokenizer
+    from sweet_rl.base.models import resolve_model_path
+    config = config or MicroConfig()
+    folder = artifact_dir('micro-lm', config.to_dict(), runs_dir)
+    model_dir = folder / 'model'
+    if (model_dir / 'config.json').exists(): return model_dir
+    t0, corpus = time.time(), micro_corpus(config)
+    base = AutoTokenizer.from_pretrained(resolve_model_path('smollm2-135m'))
+    texts = [base.apply_chat_template(c, tokenize=False) for c in corpus]
+    tokenizer = base.train_new_from_iterator(texts, config.vocab)
+    model = _micro_model(config, tokenizer)
+    ids = [tokenizer(t, add_special_tokens=False)['input_ids'][:config.max_tokens] for t in texts]
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(s, config.steps) / config.steps)))
+    rng, log = random.Random(config.seed), []
+    model.train()
+    for step in tqdm(range(config.steps), desc='micro backbone', disable=not progress):
+        batch = [ids[rng.randrange(len(ids))] for _ in range(config.batch_size)]
+        T = max(map(len, batch))
+        x = torch.tensor([b + [tokenizer.pad_token_id] * (T - len(b)) for b in batch])
+        mask = torch.tensor([[1] * len(b) + [0] * (T - len(b)) for b in batch])
+        labels = x.masked_fill(mask == 0, -100)
+        loss = model(input_ids=x, attention_mask=mask, labels=labels).loss
+        loss.backward(); torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0); opt.step(); sched.step(); opt.zero_grad()
+        log.append({'step': step + 1, 'loss': round(loss.item(), 4)})
+    model.eval()
+    model.save_pretrained(model_dir); tokenizer.save_pretrained(model_dir)
+    write_jsonl(folder / 'train_log.jsonl', log)
+    atomic_write_text(folder / 'summary.json', json.dumps({'conversations': len(corpus), 'parameters': sum(p.numel() for p in model.parameters()),
+                                                           'vocab': len(tokenizer), 'seconds': round(time.time() - t0, 1),
+                                                           'first_loss': log[0]['loss'], 'last_loss': round(statistics.fmean(l['loss'] for l in log[-20:]), 4)}, indent=1) + '\n')
+    return model_dir
+
+# %% ../../nbs/38_credit_study.ipynb #6b4bbbd4
+TRAINED = {'control': dict(head='sweet', use_hidden_info=True, info_field='hidden_slots'),  # the positive control
+           'sweet': dict(head='sweet', use_hidden_info=True), 'sweet_no_info': dict(head='sweet', use_hidden_info=False),
+           'value': dict(head='value', use_hidden_info=True), 'value_no_info': dict(head='value', use_hidden_info=False)}
+FREE = ('logistic', 'privileged', 'random')
+
+@dataclass
+class TestbedCreditConfig(Config):
+    "One run of the testbed's credit study."
+    scorer:str='control' # trained: 'control' (SWEET on the slot list), 'sweet', 'sweet_no_info', 'value', 'value_no_info'; free: 'logistic', 'privileged', 'random'
+    construction:str='local' # training pairs: 'local' (cut after the first turn) or 'episode' (whole episodes)
+    backbone:str='micro' # 'micro' (`micro_backbone` at its defaults), or a preset / folder (e.g. 'smollm2-135m')
+    steps:int=1000 # optimizer steps of a trained scorer (one pair, or one episode for the value head, each)
+    lr:float=1e-3 # learning rate of a trained scorer (LoRA)
+    lora:bool=True # LoRA (the reference: the adapter disabled); False: full fine-tuning beside a frozen copy
+    lora_r:int=16 # LoRA rank of a trained scorer
+    seed:int=0 # the scorer's seed (adapter, order of pairs, chance); the data have their own
+    n_train:int=600 # distinct training tasks
+    n_pairs:int=1000 # training pairs
+    paraphrase:bool=True # training questions in any of the slot's wordings (False: the canonical question, as held out)
+    data_seed:int=0 # seed of the tasks, pairs and held-out wordings
+
+    def __post_init__(self):
+        if self.scorer not in (*TRAINED, *FREE): raise ValueError(f"scorer must be one of {[*TRAINED, *FREE]}, got {self.scorer!r}")
+        if self.construction not in CONSTRUCTIONS: raise ValueError(f"construction must be one of {CONSTRUCTIONS}, got {self.construction!r}")
+        if self.steps < 1: raise ValueError(f"steps must be at least 1, got {self.steps}")
+
+# %% ../../nbs/38_credit_study.ipynb #97ed446f
+def _scorer(config:TestbedCreditConfig, pairs:list, backbone:str, out_dir:Path, progress:bool):
+    from sweet_rl.methods.critic import CriticConfig, PairConfig, train_critic
+    from sweet_rl.methods.scorers import CriticScorer, PrivilegedScorer, RandomScorer
+    if config.scorer in TRAINED:
+        kw = TRAINED[config.scorer]
+        cfg = CriticConfig(model=backbone, dtype='float32', lr=config.lr, lora=config.lora, lora_r=config.lora_r, batch_size=1, grad_accum=1, epochs=1,
+                           max_length=1024, save_steps=max(50, config.steps // 4), seed=config.seed, **kw)
+        pc = PairConfig(pairing='best', require_success=False, value_label='reward', seed=config.seed)
+        critic = train_critic(cfg, as_trajectories(pairs, value_labels=kw['head'] == 'value'), out_dir / 'critic', pair_config=pc,
+                              max_steps=config.steps, progress=progress)
+        return CriticScorer(critic, name=config.scorer), critic
+    if config.scorer == 'logistic': return SlotFeatureScorer().fit(pairs), None
+    if config.scorer == 'privileged': return PrivilegedScorer(backbone, dtype='float32'), None
+    return RandomScorer(config.seed), None
+
+# %% ../../nbs/38_credit_study.ipynb #dd4d6792
+def training_pair_accuracy(critic, pairs:Sequence[dict], n:int=200) -> dict:
+    "A trained SWEET critic's accuracy on (up to `n` of) its own training pairs, by kind: does it fit what it saw?"
+    if critic is None or critic.config.head != 'sweet': return {}
+    some = list(pairs)[:n]
+    traj = as_trajectories(some)
+    scores = critic.turn_scores(traj)
+    right = {}
+    for i, p in enumerate(some):
+        c, r = float(scores[2 * i].sum()), float(scores[2 * i + 1].sum())
+        right.setdefault(p['kind'], []).append(1.0 if c > r else 0.5 if c == r else 0.0)
+    return {k: round(statistics.fmean(v), 4) for k, v in sorted(right.items())}
+
+def testbed_credit_run(config:TestbedCreditConfig, out_dir, runs_dir=None, progress:bool=True) -> dict:
+    "Train or build one scorer and measure it on the held-out states of both sets; resumes, and returns a finished run's metrics."
+    out_dir = Path(out_dir)
+    if (out_dir / 'metrics.json').exists(): return json.loads((out_dir / 'metrics.json').read_text())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out_dir / 'params.json', json.dumps(config.to_dict(), indent=2, sort_keys=True) + '\n')
+    write_manifest(out_dir, seed=config.seed, params=config.to_dict())
+    seconds, t0 = {}, time.time()
+    pairs = testbed_pairs(config.construction, config.n_train, config.n_pairs, config.data_seed, config.paraphrase)
+    needs_model = config.scorer in TRAINED or config.scorer == 'privileged'
+    backbone = config.backbone if config.backbone != 'micro' or not needs_model else \
+        str(micro_backbone(MicroConfig(n_train=config.n_train, data_seed=config.data_seed), runs_dir, progress))
+    seconds['data'] = time.time() - t0; t0 = time.time()
+    scorer, critic = _scorer(config, pairs, backbone, out_dir, progress)
+    seconds['training'] = time.time() - t0; t0 = time.time()
+    metrics, rows = {'config': config.to_dict(), 'pairs': pair_mix(pairs), 'training_pairs': training_pair_accuracy(critic, pairs)}, []
+    for split in ('test', 'new'):
+        states = heldout_states(split, config.data_seed)
+        scores = score_states(states, scorer, progress=progress)
+        metrics[split] = credit_metrics(states, scores, seed=config.seed)
+        rows += [{'split': split, 'state': s['id'], 'family': s['task']['clarify']['family'], 'kind': c['kind'], 'slot': c.get('slot'),
+                  'non_default': c.get('non_default'), 'score': x} for s, sc in zip(states, scores) for c, x in zip(s['candidates'], sc)]
+    seconds['scoring'] = time.time() - t0
+    metrics['seconds'] = {k: round(v, 1) for k, v in seconds.items()}
+    write_jsonl(out_dir / 'scores.jsonl', rows)
+    atomic_write_text(out_dir / 'metrics.json', json.dumps(metrics, indent=1) + '\n')
+    return metrics
