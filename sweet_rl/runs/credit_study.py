@@ -205,7 +205,7 @@ def micro_backbone(config:MicroConfig|None=None, # its size and training
                                                            'first_loss': log[0]['loss'], 'last_loss': round(statistics.fmean(l['loss'] for l in log[-20:]), 4)}, indent=1) + '\n')
     return model_dir
 
-# %% ../../nbs/38_credit_study.ipynb #6b4bbbd4
+# %% ../../nbs/38_credit_study.ipynb #ab6a3a05
 TRAINED = {'control': dict(head='sweet', use_hidden_info=True, info_field='hidden_slots'),  # the positive control
            'sweet': dict(head='sweet', use_hidden_info=True), 'sweet_no_info': dict(head='sweet', use_hidden_info=False),
            'value': dict(head='value', use_hidden_info=True), 'value_no_info': dict(head='value', use_hidden_info=False)}
@@ -217,7 +217,8 @@ class TestbedCreditConfig(Config):
     scorer:str='control' # trained: 'control' (SWEET on the slot list), 'sweet', 'sweet_no_info', 'value', 'value_no_info'; free: 'logistic', 'privileged', 'random'
     construction:str='local' # training pairs: 'local' (cut after the first turn) or 'episode' (whole episodes)
     backbone:str='micro' # 'micro' (`micro_backbone` at its defaults), or a preset / folder (e.g. 'smollm2-135m')
-    steps:int=1000 # optimizer steps of a trained scorer (one pair, or one episode for the value head, each)
+    steps:int=1000 # optimizer steps of a trained scorer
+    batch_size:int=1 # pairs (episodes for the value head) per optimizer step
     lr:float=1e-3 # learning rate of a trained scorer (LoRA)
     lora:bool=True # LoRA (the reference: the adapter disabled); False: full fine-tuning beside a frozen copy
     lora_r:int=16 # LoRA rank of a trained scorer
@@ -232,13 +233,13 @@ class TestbedCreditConfig(Config):
         if self.construction not in CONSTRUCTIONS: raise ValueError(f"construction must be one of {CONSTRUCTIONS}, got {self.construction!r}")
         if self.steps < 1: raise ValueError(f"steps must be at least 1, got {self.steps}")
 
-# %% ../../nbs/38_credit_study.ipynb #97ed446f
+# %% ../../nbs/38_credit_study.ipynb #0ed43f8b
 def _scorer(config:TestbedCreditConfig, pairs:list, backbone:str, out_dir:Path, progress:bool):
     from sweet_rl.methods.critic import CriticConfig, PairConfig, train_critic
     from sweet_rl.methods.scorers import CriticScorer, PrivilegedScorer, RandomScorer
     if config.scorer in TRAINED:
         kw = TRAINED[config.scorer]
-        cfg = CriticConfig(model=backbone, dtype='float32', lr=config.lr, lora=config.lora, lora_r=config.lora_r, batch_size=1, grad_accum=1, epochs=1,
+        cfg = CriticConfig(model=backbone, dtype='float32', lr=config.lr, lora=config.lora, lora_r=config.lora_r, batch_size=config.batch_size, grad_accum=1, epochs=1,
                            max_length=1024, save_steps=max(50, config.steps // 4), seed=config.seed, **kw)
         pc = PairConfig(pairing='best', require_success=False, value_label='reward', seed=config.seed)
         critic = train_critic(cfg, as_trajectories(pairs, value_labels=kw['head'] == 'value'), out_dir / 'critic', pair_config=pc,
