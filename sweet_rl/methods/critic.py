@@ -15,9 +15,9 @@ from fastcore.basics import patch
 
 from ..base.core import Config, artifact_dir, artifact_id, file_lock, seed_everything, stable_id
 from ..base.data import as_record, detect_kind, dialogue_turns
-from ..base.models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, load_model,
-                             per_turn, token_logprobs)
-from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, layer_classes, list_checkpoints,
+from ..base.models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, head_projects_hidden,
+                             load_model, per_turn, projected_logprobs, token_logprobs, unpads_by_default)
+from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, is_sharded, layer_classes, list_checkpoints,
                             example_lengths, frozen_reference, policy_logprobs, reference_logprobs, training_arguments,
                             within_length, write_results)
 
@@ -26,9 +26,10 @@ __all__ = ['NORMALIZATIONS', 'PAIR_RULES', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_IN
            'check_normalization', 'token_log_ratio', 'turn_advantages', 'trajectory_score', 'bt_loss', 'agent_nll',
            'CriticLoss', 'critic_loss', 'PairConfig', 'is_success', 'make_pairs', 'training_info', 'critic_messages',
            'encode_critic_inputs', 'critic_logprobs', 'ranking_normalization', 'candidate_inputs', 'CriticConfig',
-           'backbone_decoder', 'pool_turns', 'HeadModel', 'CriticCollator', 'pair_loss', 'CriticTrainer',
-           'training_examples', 'pair_outcomes', 'pair_summary', 'TrajectoryScoring', 'Critic', 'train_critic',
-           'synthetic_trajectories', 'critic_identity', 'shared_critic_dir', 'shared_critic']
+           'backbone_decoder', 'pool_turns', 'HeadModel', 'CriticCollator', 'pair_prefix_lengths', 'can_share_prefix',
+           'shared_prefix_logprobs', 'pair_loss', 'CriticTrainer', 'training_examples', 'pair_outcomes', 'pair_summary',
+           'TrajectoryScoring', 'Critic', 'train_critic', 'synthetic_trajectories', 'critic_identity',
+           'shared_critic_dir', 'shared_critic']
 
 # %% ../../nbs/20_critic.ipynb #a612ea40
 NORMALIZATIONS = ('paper', 'release', 'none')
@@ -186,26 +187,36 @@ CRITIC_PROMPT = ("You are judging a collaboration between an AI agent and a huma
 CRITIC_PROMPT_NO_INFO = ("You are judging a collaboration between an AI agent and a human. The human wants the following:\n"
                          "{problem_description}\n\nThe conversation follows.")
 
-def training_info(task:dict) -> str:
-    "The training-time information of a task: reference code (backend), reference HTML (frontend) or what only the person knows (`Task`)."
+def training_info(task:dict,
+                  info_field:str|None=None, # task field that holds the training-time information; None: the reference code/page
+                 ) -> str:
+    "The training-time information of a task: the text of its `info_field`, else the reference code (backend), reference HTML (frontend) or what only the person knows (`Task`)."
+    about = f"task {str(task.get('problem_description', ''))[:60]!r}"
+    if info_field is not None:
+        if info_field not in task:
+            raise ValueError(f"{about}: no field {info_field!r}, which info_field names as the training-time information (its fields: {sorted(task)})")
+        info = task[info_field]
+        if not isinstance(info, str) or not info.strip():
+            raise ValueError(f"{about}: field {info_field!r} (info_field) must be non-empty text, got {info!r:.80}")
+        return info
     if detect_kind(task) == 'frontend': info = task.get('ground_truth')
     else: info = task.get('ground_truth') or task.get('hidden_information')
     if not isinstance(info, str) or not info:
-        raise ValueError(f"task {str(task.get('problem_description', ''))[:60]!r}: no training-time information "
-                         f"(expected a non-empty 'ground_truth' or 'hidden_information')")
+        raise ValueError(f"{about}: no training-time information (expected a non-empty 'ground_truth' or 'hidden_information')")
     return info
 
 # %% ../../nbs/20_critic.ipynb #22b163b0
 def critic_messages(trajectory, # trajectory record (dict or `Trajectory`)
                     use_hidden_info:bool=True, # include the training-time information
                     template:str|None=None, # first-message template with {problem_description} and {reference}
+                    info_field:str|None=None, # task field that holds the training-time information (None: the reference code/page)
                    ) -> list[dict]:
-    "The critic's chat: one message with the task (and reference), then the dialogue history."
+    "The critic's chat: one message with the task (and the training-time information), then the dialogue history."
     r = as_record(trajectory)
     task = r['task']
     template = template or (CRITIC_PROMPT if use_hidden_info else CRITIC_PROMPT_NO_INFO)
     first = template.format(problem_description=task['problem_description'],
-                            reference=training_info(task) if use_hidden_info else '')
+                            reference=training_info(task, info_field) if use_hidden_info else '')
     return [{'role': 'user', 'content': first}] + dialogue_turns(r['dialogue_history'])
 
 # %% ../../nbs/20_critic.ipynb #65c6d7ad
@@ -213,9 +224,10 @@ def encode_critic_inputs(tokenizer, trajectories:Sequence,
                          use_hidden_info:bool=True, # include the training-time information
                          template:str|None=None, # first-message template (see `critic_messages`)
                          max_length:int|None=None, # refuse longer inputs
+                         info_field:str|None=None, # task field that holds the training-time information (None: the reference)
                         ) -> EncodedConversations:
     "Tokenize critic inputs of many trajectories; `turn_index` marks the agent turns' tokens."
-    return encode_conversations(tokenizer, [critic_messages(t, use_hidden_info, template) for t in trajectories],
+    return encode_conversations(tokenizer, [critic_messages(t, use_hidden_info, template, info_field) for t in trajectories],
                                 max_length=max_length)
 
 # %% ../../nbs/20_critic.ipynb #6a247331
@@ -241,7 +253,9 @@ def candidate_inputs(tokenizer, task:dict, # the task, with its training-time in
                      history:Sequence[dict], # dialogue so far: {role, content} messages, ending before the agent's turn
                      candidates:Sequence[str], # N candidate next agent messages
                      use_hidden_info:bool=True, template:str|None=None,
-                     max_length:int|None=None) -> tuple[EncodedConversations, int]:
+                     max_length:int|None=None,
+                     info_field:str|None=None, # task field that holds the training-time information (None: the reference)
+                    ) -> tuple[EncodedConversations, int]:
     "Encoded critic inputs `context + candidate` for every candidate, and the index of the candidates' agent turn."
     if isinstance(candidates, str) or not candidates: raise ValueError("candidates must be a non-empty list of strings")
     bad = [i for i, c in enumerate(candidates) if not isinstance(c, str)]
@@ -249,7 +263,7 @@ def candidate_inputs(tokenizer, task:dict, # the task, with its training-time in
     history = [{'role': m['role'], 'content': m['content']} for m in history]
     if history and history[-1]['role'] == 'assistant':
         raise ValueError("history ends with an agent message; the candidates are the agent's next turn")
-    base = critic_messages({'task': task, 'dialogue_history': history}, use_hidden_info, template)
+    base = critic_messages({'task': task, 'dialogue_history': history}, use_hidden_info, template, info_field)
     convs = [base + [{'role': 'assistant', 'content': c}] for c in candidates]
     batch = encode_conversations(tokenizer, convs, max_length=max_length)
     return batch, sum(m['role'] == 'assistant' for m in history)
@@ -263,6 +277,7 @@ class CriticConfig(TrainConfig):
     model:str='smollm2-135m' # preset, local folder or cached hub id of the critic backbone
     head:str='sweet' # 'sweet' (Eq. 3), 'regression' (BT on a scalar head), 'value' (success classifier) or 'vision' (VLM, frontend)
     use_hidden_info:bool=True # the critic reads the reference code / page
+    info_field:str|None=None # task field that holds the training-time information; None: the reference code/page
     normalization:str='paper' # 'paper', 'release' or 'none' (SWEET head only)
     template:str|None=None # critic first-message template (None: `CRITIC_PROMPT` / `CRITIC_PROMPT_NO_INFO`)
     lr:float=1e-4 # paper: 2e-7 for full fine-tuning of 8B models
@@ -272,6 +287,7 @@ class CriticConfig(TrainConfig):
     batch_size:int=4 # pairs (or trajectories, value head) per device step
     grad_accum:int=2 # global batch = batch_size x processes x grad_accum (paper: 8)
     max_length:int|None=4096 # training skips (and reports) examples whose critic input is longer (None: no limit; release: 8192)
+    share_prefix:bool=True # SWEET head: run each pair's shared prefix once (`shared_prefix_logprobs`) where that is exact; False: both full sequences
     max_image_pixels:int=200_704 # vision head: screenshots are scaled down to at most this many pixels (448 x 448)
     max_message_chars:int=2000 # vision head: each message is cut to this many characters (pages are seen as images)
     max_sequences:int|None=4 # vision head: most turn sequences through the model at once in training (more run in chunks; None: all)
@@ -279,6 +295,10 @@ class CriticConfig(TrainConfig):
     def __post_init__(self):
         if self.head not in HEADS: raise ValueError(f"head must be one of {HEADS}, got {self.head!r}")
         check_normalization(self.normalization)
+        if self.info_field is not None and not (isinstance(self.info_field, str) and self.info_field):
+            raise ValueError(f"info_field must be a task field name or None (the reference code/page), got {self.info_field!r}")
+        if self.info_field is not None and self.head == 'vision':
+            raise ValueError(f"info_field={self.info_field!r}: the vision critic reads the reference page as a screenshot; it has no text field to swap")
         if not self.epochs > 0: raise ValueError(f"epochs must be positive, got {self.epochs!r}")
         if self.max_sequences is not None and not (isinstance(self.max_sequences, int) and self.max_sequences > 0):
             raise ValueError(f"max_sequences must be a positive number of sequences or None (all at once), got {self.max_sequences!r}")
@@ -326,9 +346,10 @@ class CriticCollator:
     use_hidden_info:bool=True
     template:str|None=None
     max_length:int|None=None
+    info_field:str|None=None # task field that holds the training-time information (None: the reference)
 
     def _enc(self, trajs, prefix):
-        e = encode_critic_inputs(self.tokenizer, trajs, self.use_hidden_info, self.template, self.max_length)
+        e = encode_critic_inputs(self.tokenizer, trajs, self.use_hidden_info, self.template, self.max_length, self.info_field)
         return {f'{prefix}input_ids': e.input_ids, f'{prefix}attention_mask': e.attention_mask, f'{prefix}turn_index': e.turn_index}
 
     def __call__(self, examples:list[dict]) -> dict:
@@ -351,13 +372,72 @@ def _pair_batch(inputs:dict, pad_id:int):
     turn = _stack_padded(inputs['chosen_turn_index'], inputs['rejected_turn_index'], -1)
     return ids, mask, turn, inputs['chosen_input_ids'].shape[0]
 
+# %% ../../nbs/20_critic.ipynb #a6094281
+def pair_prefix_lengths(ids:torch.Tensor, # [2B, T] a pair batch (`_pair_batch`): row i is pair i's chosen, row B + i its rejected
+                        mask:torch.Tensor, # [2B, T] 1 for real tokens
+                       ) -> torch.Tensor:
+    "Leading tokens the two rows of each pair share, `[B]`; each row keeps at least one token of its own after them."
+    B = ids.shape[0] // 2
+    real_a, real_b = mask[:B] > 0, mask[B:] > 0
+    common = ((ids[:B] == ids[B:]) & real_a & real_b).long().cumprod(-1).sum(-1)
+    return torch.minimum(common, torch.minimum(real_a.sum(-1), real_b.sum(-1)) - 1).clamp(min=0)
+
+# %% ../../nbs/20_critic.ipynb #20f5d75f
+def can_share_prefix(model) -> bool:
+    "Whether `shared_prefix_logprobs` reproduces `token_logprobs` on `model`: no DDP/FSDP/ZeRO wrapper, no gradient checkpointing, logits = head(hidden states)."
+    if hasattr(model, 'module') or is_sharded(model): return False
+    lm = causal_lm(model)
+    checkpointed = any(getattr(m, 'gradient_checkpointing', False) is True for m in lm.modules())  # no key-value cache then
+    return not checkpointed and head_projects_hidden(lm)
+
+# %% ../../nbs/20_critic.ipynb #91d02469
+def shared_prefix_logprobs(model, # a causal LM (LoRA or not) that `can_share_prefix`
+                           ids:torch.Tensor, mask:torch.Tensor, # [2B, T] a right-padded pair batch: rows i and B + i are pair i
+                           needed:torch.Tensor, # [2B, T] True where a log-prob is used (the agent tokens)
+                           chunk_size:int=256, # positions projected to the vocabulary at a time
+                           unpad:bool|None=None, # one pair per pass, no work on another pair's padding; None: `unpads_by_default`
+                          ) -> torch.Tensor:
+    "`token_logprobs` of a pair batch at the `needed` positions (0 elsewhere), each pair's shared prefix run once and its keys and values (with their gradients) reused by both rows."
+    B, T, dev = ids.shape[0] // 2, ids.shape[1], ids.device
+    if unpad is None: unpad = unpads_by_default(dev)
+    if unpad and B > 1:
+        parts = [shared_prefix_logprobs(model, ids[[i, B + i]], mask[[i, B + i]], needed[[i, B + i]], chunk_size, False) for i in range(B)]
+        return torch.cat([p[:1] for p in parts] + [p[1:] for p in parts])
+    P = pair_prefix_lengths(ids, mask)
+    if int(P.min()) < 1: raise ValueError("shared_prefix_logprobs: every pair must share its first token (the chat template's)")
+    lm, Pm = causal_lm(model), int(P.max())
+    prefix_mask = (torch.arange(Pm, device=dev) < P[:, None]).to(mask.dtype)
+    prefix = lm.base_model(input_ids=ids[:B, :Pm], attention_mask=prefix_mask, use_cache=True)
+    cache = prefix.past_key_values
+    cache.reorder_cache(torch.arange(B, device=dev).repeat(2))  # rows: chosen 0..B-1, then rejected 0..B-1 (differentiable)
+    P2 = P.repeat(2)
+    S = mask.sum(-1) - P2  # each row's own tokens after its pair's prefix
+    steps = torch.arange(int(S.max()), device=dev)
+    rest = lm.base_model(input_ids=ids.gather(1, (P2[:, None] + steps).clamp(max=T - 1)),
+                         attention_mask=torch.cat([prefix_mask.repeat(2, 1), (steps < S[:, None]).to(mask.dtype)], 1),
+                         position_ids=P2[:, None] + steps, past_key_values=cache, use_cache=True).last_hidden_state
+    hidden = torch.cat([prefix.last_hidden_state.repeat(2, 1, 1), rest], 1)  # position t of row r sits at t (< P) or Pm + t - P
+    rows, at = needed[:, 1:].nonzero(as_tuple=True)  # the hidden state at position `at` predicts token `at + 1`
+    h = hidden[rows, torch.where(at < P2[rows], at, Pm + at - P2[rows])]
+    lp = projected_logprobs(lm.get_output_embeddings(), h[None], ids[rows, at + 1][None], chunk_size,
+                            torch.is_grad_enabled() and h.requires_grad)[0]
+    return torch.zeros(ids.shape, dtype=lp.dtype, device=dev).index_put((rows, at + 1), lp)
+
 # %% ../../nbs/20_critic.ipynb #de17df76
 def pair_loss(trainer:ObjectiveTrainer, # the running trainer: its tokenizer, frozen reference and batch statistics
-          model, inputs:dict, beta:float, nll_coef:float, normalization:str) -> CriticLoss:
+          model, inputs:dict, beta:float, nll_coef:float, normalization:str,
+          share_prefix:bool=False, # run each pair's shared prefix once (`shared_prefix_logprobs`) where `can_share_prefix`
+         ) -> CriticLoss:
     "Eq. 2 on a batch of pairs, from log-ratios against the frozen reference over agent tokens (`none`: Multi-Turn DPO)."
     ids, mask, turn, B = _pair_batch(inputs, trainer.processing_class.pad_token_id)
-    pol = policy_logprobs(model, ids, mask)
-    ref = reference_logprobs(model, trainer.ref_model, ids, mask)  # through the wrapper that shards it (ZeRO-3, FSDP)
+    ref_model = trainer.ref_model
+    if (share_prefix and can_share_prefix(model) and (ref_model is None or can_share_prefix(ref_model))
+            and bool((pair_prefix_lengths(ids, mask) > 0).all())):
+        pol = shared_prefix_logprobs(model, ids, mask, turn >= 0)
+        with torch.no_grad(), frozen_reference(model, ref_model) as ref_lm: ref = shared_prefix_logprobs(ref_lm, ids, mask, turn >= 0)
+    else:
+        pol = policy_logprobs(model, ids, mask)
+        ref = reference_logprobs(model, ref_model, ids, mask)  # through the wrapper that shards it (ZeRO-3, FSDP)
     out = critic_loss(pol[:B], ref[:B], turn[:B], pol[B:], ref[B:], turn[B:], beta, nll_coef, normalization)
     trainer.note(bt=out.bt.item(), nll=out.nll.item(), accuracy=out.accuracy.item(),
            margin=(out.chosen_scores - out.rejected_scores).mean().item())
@@ -382,7 +462,7 @@ class CriticTrainer(ObjectiveTrainer):
             loss = bt = bt_loss(s_pos, s_neg, cfg.beta)
             self.note(bt=bt.item(), accuracy=(s_pos > s_neg).float().mean().item())
             return (loss, scores) if return_outputs else loss
-        out = pair_loss(self, model, inputs, cfg.beta, cfg.nll_coef, cfg.normalization)
+        out = pair_loss(self, model, inputs, cfg.beta, cfg.nll_coef, cfg.normalization, cfg.share_prefix)
         return (out.loss, out) if return_outputs else out.loss
 
 # %% ../../nbs/20_critic.ipynb #1949cd59
@@ -465,7 +545,7 @@ class Critic(TrajectoryScoring, SavedWeights):
     trainer_class = CriticTrainer  # what `train_critic` trains it with, on batches from `collator()`
     def collator(self) -> CriticCollator:
         c = self.config
-        return CriticCollator(self.tokenizer, c.use_hidden_info, c.template, c.max_length)
+        return CriticCollator(self.tokenizer, c.use_hidden_info, c.template, c.max_length, c.info_field)
 
     config_file, config_class = 'critic_config.json', CriticConfig  # what `save` and `load` (`SavedWeights`) write and read
 
@@ -474,7 +554,7 @@ class Critic(TrajectoryScoring, SavedWeights):
 def encode(self:Critic, trajectories:Sequence) -> EncodedConversations:
     "Critic inputs of whole trajectories (scoring reads inputs of any length; `max_length` bounds training only)."
     c = self.config
-    return encode_critic_inputs(self.tokenizer, trajectories, c.use_hidden_info, c.template)
+    return encode_critic_inputs(self.tokenizer, trajectories, c.use_hidden_info, c.template, info_field=c.info_field)
 
 # %% ../../nbs/20_critic.ipynb #fc90fc7a
 @patch
@@ -572,7 +652,7 @@ def synthetic_trajectories(n_tasks:int=16, # tasks, two trajectories each (one s
     return out
 
 # %% ../../nbs/20_critic.ipynb #c1706b6d
-CRITIC_LATER = {'config': {'max_sequences': 4}, 'pairs': {'value_label': 'success'}} # fields added after critics were shared, at their defaults
+CRITIC_LATER = {'config': {'max_sequences': 4, 'info_field': None, 'share_prefix': True}, 'pairs': {'value_label': 'success'}} # fields added after critics were shared, at their defaults
 
 def critic_identity(config:CriticConfig, pair_config:PairConfig|None, max_steps:int,
                     trajectories:str, # `stable_id` of the trajectory records

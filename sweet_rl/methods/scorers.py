@@ -5,7 +5,7 @@
 # %% ../../nbs/22_scorers.ipynb #6ae77d3d
 from __future__ import annotations
 import copy, random, re
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Sequence
 
@@ -14,7 +14,7 @@ import torch
 from ..base.core import stable_id
 from ..base.data import format_dialogue
 from ..base.models import (EncodedConversations, SamplingParams, cached_logprobs, gather_logprobs, load_model, load_tokenizer,
-                             make_backend, resolve_model_path, token_logprobs, unpads_by_default, vllm_lora_rank)
+                             make_backend, resolve_dtype, resolve_model_path, token_logprobs, unpads_by_default, vllm_lora_rank)
 from ..base.train import frozen_reference
 from .critic import (Critic, CriticConfig, HeadModel, backbone_decoder, candidate_inputs, check_normalization,
                              critic_logprobs, pool_turns, ranking_normalization, training_info, turn_advantages)
@@ -23,8 +23,8 @@ from .vision_critic import VisionCritic
 # %% auto #0
 __all__ = ['JUDGE_PROMPT', 'candidate_advantage', 'lm_forward', 'score_candidates_full', 'shared_prefix_length', 'repeat_cache',
            'candidate_batches', 'candidates_per_pass', 'prefix_tokens', 'score_candidates', 'score_with_head',
-           'CriticScorer', 'critic_class', 'build_critic', 'load_critic', 'RandomScorer', 'mean_logprob_gap',
-           'PrivilegedScorer', 'parse_verdict', 'JudgeScorer', 'VLLMScorer']
+           'scoring_dtype', 'weights_as', 'CriticScorer', 'critic_class', 'build_critic', 'load_critic', 'RandomScorer',
+           'mean_logprob_gap', 'PrivilegedScorer', 'parse_verdict', 'JudgeScorer', 'VLLMScorer']
 
 # %% ../../nbs/22_scorers.ipynb #8098ab92
 def candidate_advantage(ratio:torch.Tensor, # [N, S] log-ratio of each candidate token (0 elsewhere)
@@ -44,10 +44,12 @@ def lm_forward(model, ids, mask, logits_to_keep=0):
 # %% ../../nbs/22_scorers.ipynb #3da0268b
 def score_candidates_full(model, tokenizer, task:dict, history:Sequence[dict], candidates:Sequence[str],
                           use_hidden_info:bool=True, normalization:str='paper', template:str|None=None,
-                          ref_model=None, batch_size:int=16) -> torch.Tensor:
+                          ref_model=None, batch_size:int=16,
+                          info_field:str|None=None, # task field that holds the training-time information (None: the reference)
+                         ) -> torch.Tensor:
     "Advantage of each candidate, each scored on its own full sequence (the slow reference path), `[N]`."
     check_normalization(normalization)
-    enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template)
+    enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template, info_field=info_field)
     out = []
     with torch.inference_mode():
         for s in range(0, len(candidates), batch_size):
@@ -114,15 +116,16 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
                      chunk_tokens:int|None=1024, # candidate tokens projected to the vocabulary at a time (`cached_logprobs`)
                      unpad:bool|None=None, # one candidate per pass, no work on padding (`candidates_per_pass`; None: `unpads_by_default`)
                      skip_prefix:str|None=None, # leave the tokens of this leading text (e.g. the answer mark) out of each candidate's mean
+                     info_field:str|None=None, # task field that holds the training-time information (None: the reference)
                     ) -> torch.Tensor:
     "Advantage A_θ(o_t, a, c) of each candidate action `a`, `[N]`; the shared context is run once per model."
     check_normalization(normalization)
-    enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template)
+    enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template, info_field=info_field)
     P = shared_prefix_length(enc, k)
     skip = torch.tensor(prefix_tokens(tokenizer, enc, k, candidates, skip_prefix)) if skip_prefix else None
     if P < 1 and skip is not None: raise ValueError("score_candidates: skip_prefix needs candidates that share their context")
     if P < 1: return score_candidates_full(model, tokenizer, task, history, candidates, use_hidden_info,
-                                           normalization, template, ref_model, batch_size)
+                                           normalization, template, ref_model, batch_size, info_field)
     dev = next(model.parameters()).device
     ctx_ids = enc.input_ids[:1, :P].to(dev)
     runs = {'policy': lambda: nullcontext(model), 'ref': lambda: frozen_reference(model, ref_model)}
@@ -148,9 +151,10 @@ def score_with_head(model:HeadModel, tokenizer, task:dict, history:Sequence[dict
                     use_hidden_info:bool=True, template:str|None=None, batch_size:int=16,
                     probability:bool=False, # the value head's success probability (sigmoid) instead of its logit
                     unpad:bool|None=None, # one candidate per pass, no work on padding (`candidates_per_pass`; None: `unpads_by_default`)
+                    info_field:str|None=None, # task field that holds the training-time information (None: the reference)
                    ) -> torch.Tensor:
     "Head value of each candidate's turn, `[N]`, with the shared context run once and its cache reused."
-    enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template)
+    enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template, info_field=info_field)
     P, dev, dec = shared_prefix_length(enc, k), next(model.parameters()).device, backbone_decoder(model.backbone)
     out = []
     with torch.inference_mode():
@@ -166,6 +170,29 @@ def score_with_head(model:HeadModel, tokenizer, task:dict, history:Sequence[dict
             out.append(torch.sigmoid(v) if probability else v)
     return torch.cat(out).cpu()
 
+# %% ../../nbs/22_scorers.ipynb #e63e3c73
+def scoring_dtype(dtype='auto', # 'auto', a torch dtype or its name
+                  device='cpu', # where the model runs
+                 ) -> torch.dtype|None:
+    "The dtype a scorer computes in: 'auto' is float32 on a CPU and the model's own elsewhere (None); a name is `resolve_dtype`'s."
+    if isinstance(dtype, str) and dtype == 'auto': return torch.float32 if torch.device(device).type == 'cpu' else None
+    return resolve_dtype(dtype, str(device))
+
+# %% ../../nbs/22_scorers.ipynb #3526e955
+@contextmanager
+def weights_as(model, # a module; None: nothing to do
+               dtype:torch.dtype|None, # None: leave the weights as they are
+              ):
+    "Context in which the floating-point weights of `model` are `dtype`; the original tensors are put back, untouched, at exit."
+    cast = [] if model is None or dtype is None else [p for p in model.parameters() if p.is_floating_point() and p.dtype != dtype]
+    kept = [p.data for p in cast]
+    try:
+        with torch.no_grad():
+            for p in cast: p.data = p.data.to(dtype)
+        yield model
+    finally:
+        for p, d in zip(cast, kept): p.data = d
+
 # %% ../../nbs/22_scorers.ipynb #ebc69e8a
 class CriticScorer:
     "Best-of-N scores from a trained critic of any head: SWEET advantages (Eq. 3), head values, value-head success probabilities, or the vision critic's scores."
@@ -173,19 +200,23 @@ class CriticScorer:
                  batch_size:int=16, # candidates per forward pass
                  name:str|None=None, # how Best-of-N records and episode ids name it (default: the critic's class)
                  skip_prefix:str|None=None, # SWEET head: leave this leading text's tokens (e.g. the answer mark) out of the mean
+                 dtype='auto', # what a text critic computes in while scoring (`scoring_dtype`): 'auto' is float32 on a CPU, its own dtype on a GPU
                 ):
         if skip_prefix and critic.config.head != 'sweet': raise ValueError(f"CriticScorer: skip_prefix needs a SWEET critic (per-token advantages), got head {critic.config.head!r}")
         self.critic, self.batch_size, self.name, self.skip_prefix = critic, batch_size, name or type(critic).__name__, skip_prefix
+        self.dtype = dtype
 
     def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str]) -> torch.Tensor:
         "Score of each candidate next action after `history`, `[N]`; higher is better."
         c, m = self.critic.config, self.critic
         if c.head == 'vision': return m.candidate_scores(task, history, candidates, self.batch_size)
-        if c.head == 'sweet':
-            return score_candidates(m.model, m.tokenizer, task, history, candidates, c.use_hidden_info, c.normalization,
-                                    c.template, m.ref_model, self.batch_size, skip_prefix=self.skip_prefix)
-        return score_with_head(m.model, m.tokenizer, task, history, candidates, c.use_hidden_info, c.template,
-                               self.batch_size, probability=c.head == 'value')
+        dtype = scoring_dtype(self.dtype, m.device)
+        with weights_as(m.model, dtype), weights_as(m.ref_model, dtype):
+            if c.head == 'sweet':
+                return score_candidates(m.model, m.tokenizer, task, history, candidates, c.use_hidden_info, c.normalization,
+                                        c.template, m.ref_model, self.batch_size, skip_prefix=self.skip_prefix, info_field=c.info_field)
+            return score_with_head(m.model, m.tokenizer, task, history, candidates, c.use_hidden_info, c.template,
+                                   self.batch_size, probability=c.head == 'value', info_field=c.info_field)
 
 # %% ../../nbs/22_scorers.ipynb #d180009b
 def critic_class(config:CriticConfig) -> type:
@@ -231,16 +262,21 @@ class PrivilegedScorer:
     def __init__(self, model='smollm2-135m', # preset name or folder, or a loaded causal LM
                  tokenizer=None, # needed with a loaded model
                  batch_size:int=8, # candidates per forward pass
-                 dtype='auto'): # when loading by name (see `models.resolve_dtype`)
-        if isinstance(model, (str, Path)): model, tokenizer = load_model(str(model), dtype=dtype)
+                 dtype='auto', # what it computes in (`scoring_dtype`): 'auto' is float32 on a CPU; on a GPU bfloat16 when loading by name, else the model's own
+                 info_field:str|None=None, # task field that holds the training-time information (None: the reference)
+                 device:str|None=None, # where a model given by name is loaded (default: cuda when available)
+                ):
+        if isinstance(model, (str, Path)):
+            device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
+            model, tokenizer = load_model(str(model), dtype=scoring_dtype(dtype, device) or dtype, device=device)
         elif tokenizer is None: raise ValueError("PrivilegedScorer: pass the tokenizer along with a loaded model")
-        self.model, self.tokenizer, self.batch_size = model.eval(), tokenizer, batch_size
+        self.model, self.tokenizer, self.batch_size, self.dtype, self.info_field = model.eval(), tokenizer, batch_size, dtype, info_field
 
     def candidate_logprobs(self, task:dict, history:Sequence[dict], candidates:Sequence[str], use_hidden_info:bool) -> list:
-        "Each candidate's token log-probs (end-of-turn token included) after the critic prompt, with or without the reference."
-        enc, k = candidate_inputs(self.tokenizer, task, history, candidates, use_hidden_info)
+        "Each candidate's token log-probs (end-of-turn token included) after the critic prompt, with or without the training-time information."
+        enc, k = candidate_inputs(self.tokenizer, task, history, candidates, use_hidden_info, info_field=self.info_field)
         dev, out = next(self.model.parameters()).device, []
-        with torch.inference_mode():
+        with torch.inference_mode(), weights_as(self.model, scoring_dtype(self.dtype, dev)):
             for s in range(0, len(candidates), self.batch_size):
                 ids, am, turn = (x[s:s + self.batch_size] for x in enc)
                 lp = token_logprobs(self.model, ids.to(dev), am.to(dev)).cpu()
@@ -351,7 +387,7 @@ class VLLMScorer:
     def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str], batch_size:int|None=None) -> torch.Tensor:
         "Advantage of each candidate next action after `history`, `[N]` (as `Critic.score`)."
         c = self.config
-        enc, k = candidate_inputs(self.tokenizer, task, history, candidates, c.use_hidden_info, c.template)
+        enc, k = candidate_inputs(self.tokenizer, task, history, candidates, c.use_hidden_info, c.template, info_field=c.info_field)
         rows = [ids[:int(m.sum())].tolist() for ids, m in zip(enc.input_ids, enc.attention_mask)]
         pol, ref = self._logprobs(rows, self.lora), self._logprobs(rows, None)  # [N, T]: T is the batch width
         return turn_advantages(pol, ref, enc.turn_index, ranking_normalization(c.normalization), num_turns=k + 1)[:, k]  # padding has turn -1
