@@ -240,9 +240,9 @@ def _prefix_pairs() -> list[dict]:
             {'chosen': rec(1.0, 'I WANT TO ANSWER:\ndef f(x): return x'), 'rejected': rec(0.5, 'I WANT TO ANSWER:\ndef f(x): return x')}]
 
 
-@pytest.mark.parametrize('norm', NORMALIZATIONS)
+@pytest.mark.parametrize('norm', ['paper', 'release'])  # `release` divides by all agent tokens, those in the shared prefix too
 def test_shared_prefix_gives_the_same_loss_and_gradients(tiny_lm, norm):
-    "Each pair's prefix run once (batched with padding between prefix and suffix, or one pair at a time) = the two full sequences."
+    "Each pair packed with its prefix once (pairs batched with padding, or one at a time; sdpa or eager attention) = the two full sequences."
     from types import SimpleNamespace
     from sweet_rl.base.models import token_logprobs
     from sweet_rl.methods.critic import _pair_batch, pair_loss, pair_prefix_lengths, shared_prefix_logprobs
@@ -262,12 +262,16 @@ def test_shared_prefix_gives_the_same_loss_and_gradients(tiny_lm, norm):
         out = critic_loss(pol[:B], ref[:B], turn[:B], pol[B:], ref[B:], turn[B:], normalization=norm)
         out.loss.backward()
         return out.loss.detach(), torch.cat([p.grad.flatten() for p in trainable])
-    loss, grad = run(lambda m: token_logprobs(m, ids, mask))
-    assert grad.abs().max() > 1e-3
-    for unpad in (False, True):
-        l, g = run(lambda m: shared_prefix_logprobs(m, ids, mask, turn >= 0, unpad=unpad))
-        torch.testing.assert_close(l, loss, atol=1e-5, rtol=0)
-        torch.testing.assert_close(g, grad, atol=1e-4 * float(grad.abs().max()), rtol=0)
+    for attention in ('sdpa', 'eager') if norm == 'paper' else ('sdpa',):  # the mask is boolean for one, added to the scores by the other
+        model.set_attn_implementation(attention)
+        assert model.get_base_model().config._attn_implementation == attention
+        loss, grad = run(lambda m: token_logprobs(m, ids, mask))
+        assert grad.abs().max() > 1e-3
+        for unpad in (False, True):  # pairs batched (padded) or one at a time
+            l, g = run(lambda m: shared_prefix_logprobs(m, ids, mask, turn >= 0, unpad=unpad))
+            torch.testing.assert_close(l, loss, atol=1e-5, rtol=0)
+            torch.testing.assert_close(g, grad, atol=1e-4 * float(grad.abs().max()), rtol=0)
+    model.set_attn_implementation('sdpa')
     # the trainer's loss: the same through either path
     stub = SimpleNamespace(processing_class=tok, ref_model=None, note=lambda **stats: None)
     model.zero_grad(); full = pair_loss(stub, model, batch, 0.1, 0.01, norm, share_prefix=False)

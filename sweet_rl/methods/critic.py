@@ -26,10 +26,10 @@ __all__ = ['NORMALIZATIONS', 'PAIR_RULES', 'CRITIC_PROMPT', 'CRITIC_PROMPT_NO_IN
            'check_normalization', 'token_log_ratio', 'turn_advantages', 'trajectory_score', 'bt_loss', 'agent_nll',
            'CriticLoss', 'critic_loss', 'PairConfig', 'is_success', 'make_pairs', 'training_info', 'critic_messages',
            'encode_critic_inputs', 'critic_logprobs', 'ranking_normalization', 'candidate_inputs', 'CriticConfig',
-           'backbone_decoder', 'pool_turns', 'HeadModel', 'CriticCollator', 'pair_prefix_lengths', 'can_share_prefix',
-           'shared_prefix_logprobs', 'pair_loss', 'CriticTrainer', 'training_examples', 'pair_outcomes', 'pair_summary',
-           'TrajectoryScoring', 'Critic', 'train_critic', 'synthetic_trajectories', 'critic_identity',
-           'shared_critic_dir', 'shared_critic']
+           'backbone_decoder', 'pool_turns', 'HeadModel', 'CriticCollator', 'pair_prefix_lengths', 'PackedPairs',
+           'pack_pairs', 'can_share_prefix', 'shared_prefix_logprobs', 'pair_loss', 'CriticTrainer',
+           'training_examples', 'pair_outcomes', 'pair_summary', 'TrajectoryScoring', 'Critic', 'train_critic',
+           'synthetic_trajectories', 'critic_identity', 'shared_critic_dir', 'shared_critic']
 
 # %% ../../nbs/20_critic.ipynb #a612ea40
 NORMALIZATIONS = ('paper', 'release', 'none')
@@ -383,12 +383,36 @@ def pair_prefix_lengths(ids:torch.Tensor, # [2B, T] a pair batch (`_pair_batch`)
     return torch.minimum(common, torch.minimum(real_a.sum(-1), real_b.sum(-1)) - 1).clamp(min=0)
 
 # %% ../../nbs/20_critic.ipynb #20f5d75f
+class PackedPairs(NamedTuple):
+    "Each pair of a pair batch as one sequence: the shared prefix once, then the chosen row's own tokens, then the rejected row's."
+    input_ids:torch.Tensor # [B, W] right-padded
+    position_ids:torch.Tensor # [B, W] each token's position in its own full sequence (the rejected row's restart after the prefix)
+    attends:torch.Tensor # [B, W, W] True where a query may read a key: the prefix, and earlier tokens of its own trajectory
+    prefix:torch.Tensor # [B] tokens shared by the pair (`pair_prefix_lengths`)
+    chosen_own:torch.Tensor # [B] tokens of the chosen row after the prefix (where the rejected row's own tokens start: prefix + chosen_own)
+
+def pack_pairs(ids:torch.Tensor, mask:torch.Tensor, # [2B, T] a right-padded pair batch: rows i and B + i are pair i
+              ) -> PackedPairs:
+    "One sequence per pair, the shared prefix once, with the attention mask and positions under which each token reads what it reads in its own row."
+    B, T = ids.shape[0] // 2, ids.shape[1]
+    P, L = pair_prefix_lengths(ids, mask), mask.sum(-1)
+    own_a, N = L[:B] - P, L[:B] + L[B:] - P
+    j = torch.arange(int(N.max()), device=ids.device)[None]  # index in the packed row
+    in_b = (j >= (P + own_a)[:, None]) & (j < N[:, None])
+    packed = torch.where(in_b, ids[B:].gather(1, (j - own_a[:, None]).clamp(0, T - 1)), ids[:B].gather(1, j.clamp(max=T - 1).expand(B, -1)))
+    part = (j >= P[:, None]).long() + in_b.long()  # 0: prefix, 1: the chosen row's own tokens, 2: the rejected row's
+    real = j < N[:, None]
+    # padding (part 1 past the end) reads real tokens of the prefix and the chosen row: no row of the mask is empty
+    attends = (j[:, None, :] <= j[:, :, None]) & ((part[:, None, :] == 0) | (part[:, None, :] == part[:, :, None])) & real[:, None, :]
+    return PackedPairs(packed, torch.where(in_b, j - own_a[:, None], j), attends, P, own_a)
+
+# %% ../../nbs/20_critic.ipynb #d546ca35
 def can_share_prefix(model) -> bool:
-    "Whether `shared_prefix_logprobs` reproduces `token_logprobs` on `model`: no DDP/FSDP/ZeRO wrapper, no gradient checkpointing, logits = head(hidden states)."
+    "Whether `shared_prefix_logprobs` reproduces `token_logprobs` on `model`: no DDP/FSDP/ZeRO wrapper, no gradient checkpointing, an attention that takes a custom mask, logits = head(hidden states)."
     if hasattr(model, 'module') or is_sharded(model): return False
     lm = causal_lm(model)
-    checkpointed = any(getattr(m, 'gradient_checkpointing', False) is True for m in lm.modules())  # no key-value cache then
-    return not checkpointed and head_projects_hidden(lm)
+    checkpointed = any(getattr(m, 'gradient_checkpointing', False) is True for m in lm.modules())
+    return not checkpointed and lm.config._attn_implementation in ('sdpa', 'eager') and head_projects_hidden(lm)
 
 # %% ../../nbs/20_critic.ipynb #91d02469
 def shared_prefix_logprobs(model, # a causal LM (LoRA or not) that `can_share_prefix`
@@ -397,28 +421,21 @@ def shared_prefix_logprobs(model, # a causal LM (LoRA or not) that `can_share_pr
                            chunk_size:int=256, # positions projected to the vocabulary at a time
                            unpad:bool|None=None, # one pair per pass, no work on another pair's padding; None: `unpads_by_default`
                           ) -> torch.Tensor:
-    "`token_logprobs` of a pair batch at the `needed` positions (0 elsewhere), each pair's shared prefix run once and its keys and values (with their gradients) reused by both rows."
-    B, T, dev = ids.shape[0] // 2, ids.shape[1], ids.device
+    "`token_logprobs` of a pair batch at the `needed` positions (0 elsewhere), each pair run as one packed sequence (`pack_pairs`): its shared prefix once."
+    B, dev = ids.shape[0] // 2, ids.device
     if unpad is None: unpad = unpads_by_default(dev)
     if unpad and B > 1:
         parts = [shared_prefix_logprobs(model, ids[[i, B + i]], mask[[i, B + i]], needed[[i, B + i]], chunk_size, False) for i in range(B)]
         return torch.cat([p[:1] for p in parts] + [p[1:] for p in parts])
-    P = pair_prefix_lengths(ids, mask)
-    if int(P.min()) < 1: raise ValueError("shared_prefix_logprobs: every pair must share its first token (the chat template's)")
-    lm, Pm = causal_lm(model), int(P.max())
-    prefix_mask = (torch.arange(Pm, device=dev) < P[:, None]).to(mask.dtype)
-    prefix = lm.base_model(input_ids=ids[:B, :Pm], attention_mask=prefix_mask, use_cache=True)
-    cache = prefix.past_key_values
-    cache.reorder_cache(torch.arange(B, device=dev).repeat(2))  # rows: chosen 0..B-1, then rejected 0..B-1 (differentiable)
-    P2 = P.repeat(2)
-    S = mask.sum(-1) - P2  # each row's own tokens after its pair's prefix
-    steps = torch.arange(int(S.max()), device=dev)
-    rest = lm.base_model(input_ids=ids.gather(1, (P2[:, None] + steps).clamp(max=T - 1)),
-                         attention_mask=torch.cat([prefix_mask.repeat(2, 1), (steps < S[:, None]).to(mask.dtype)], 1),
-                         position_ids=P2[:, None] + steps, past_key_values=cache, use_cache=True).last_hidden_state
-    hidden = torch.cat([prefix.last_hidden_state.repeat(2, 1, 1), rest], 1)  # position t of row r sits at t (< P) or Pm + t - P
-    rows, at = needed[:, 1:].nonzero(as_tuple=True)  # the hidden state at position `at` predicts token `at + 1`
-    h = hidden[rows, torch.where(at < P2[rows], at, Pm + at - P2[rows])]
+    pp, lm = pack_pairs(ids, mask), causal_lm(model)
+    attends = pp.attends[:, None]  # [B, 1, W, W]: sdpa reads a boolean mask, eager attention adds it to the scores
+    if lm.config._attn_implementation == 'eager':
+        dtype = lm.get_input_embeddings().weight.dtype
+        attends = torch.zeros(attends.shape, dtype=dtype, device=dev).masked_fill(~attends, torch.finfo(dtype).min)
+    hidden = lm.base_model(input_ids=pp.input_ids, attention_mask=attends, position_ids=pp.position_ids).last_hidden_state
+    rows, at = needed[:, 1:].nonzero(as_tuple=True)  # the hidden state at position `at` of a row predicts its token `at + 1`
+    pair = rows % B
+    h = hidden[pair, torch.where((rows >= B) & (at >= pp.prefix[pair]), at + pp.chosen_own[pair], at)]  # that position in the packed row
     lp = projected_logprobs(lm.get_output_embeddings(), h[None], ids[rows, at + 1][None], chunk_size,
                             torch.is_grad_enabled() and h.requires_grad)[0]
     return torch.zeros(ids.shape, dtype=lp.dtype, device=dev).index_put((rows, at + 1), lp)
@@ -431,8 +448,7 @@ def pair_loss(trainer:ObjectiveTrainer, # the running trainer: its tokenizer, fr
     "Eq. 2 on a batch of pairs, from log-ratios against the frozen reference over agent tokens (`none`: Multi-Turn DPO)."
     ids, mask, turn, B = _pair_batch(inputs, trainer.processing_class.pad_token_id)
     ref_model = trainer.ref_model
-    if (share_prefix and can_share_prefix(model) and (ref_model is None or can_share_prefix(ref_model))
-            and bool((pair_prefix_lengths(ids, mask) > 0).all())):
+    if share_prefix and can_share_prefix(model) and (ref_model is None or can_share_prefix(ref_model)):
         pol = shared_prefix_logprobs(model, ids, mask, turn >= 0)
         with torch.no_grad(), frozen_reference(model, ref_model) as ref_lm: ref = shared_prefix_logprobs(ref_lm, ids, mask, turn >= 0)
     else:
