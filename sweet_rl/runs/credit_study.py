@@ -47,10 +47,10 @@ def info_gated_power(n_states:int, # held-out info-gated states, one per indepen
     return {'n_states': n_states, 'true_acc': true_acc, 'rho': rho, 'tau': tau, 'seeds': seeds, 'need': need,
             'per_seed': float(clears.mean()), 'at_least_need': float((clears.sum(axis=1) >= need).mean()), 'sims': sims}
 
-# %% ../../nbs/38_credit_study.ipynb #e455f2fd
+# %% ../../nbs/38_credit_study.ipynb #10daa111
 from ..base.core import Config, artifact_dir, atomic_write_text, stable_id, write_jsonl, write_manifest
 from ..base.rollout import env_factory
-from ..envs.clarify import RuleHuman, constructed_candidates, describe_action, task_spec
+from ..envs.clarify import constructed_candidates, describe_action
 from ..envs.testbed import QUESTION_COST, episode_pairs, local_pairs, pair_mix, testbed_tasks
 from .credit import beat_probability, credit_metrics, first_turn_states, score_states
 
@@ -80,16 +80,14 @@ def heldout_states(split:str, seed:int=0) -> list[dict]:
     return first_turn_states(testbed_tasks(split, seed=seed), env_factory('clarify', question_cost=QUESTION_COST),
                              constructed=constructed_candidates, describe=describe_action)
 
-# %% ../../nbs/38_credit_study.ipynb #45a778a6
+# %% ../../nbs/38_credit_study.ipynb #8a151244
 FEATURES = ('answer', 'ask_off', 'ask_default', 'ask_none')
 
 def slot_features(task:dict, text:str) -> list[float]:
-    "The four features of one candidate message at a task's first turn (the task's slot values are the information it reads)."
-    family, spec = task_spec(task)
-    if '\nI WANT TO ANSWER:' in f"\n{text}" or text.startswith('I WANT TO ANSWER:'): return [1.0, 0.0, 0.0, 0.0]
-    asked = RuleHuman.asked_slots(family, text)
-    off = any(spec[n] != family.slot(n).default for n in asked)
-    return [0.0, float(off), float(bool(asked) and not off), float(not asked)]
+    "The four features of one candidate message at a task's first turn (`describe_action` reads the task's slot values)."
+    d = describe_action(task, text)
+    if d['kind'] == 'answer': return [1.0, 0.0, 0.0, 0.0]
+    return [0.0, float(d['non_default']), float(bool(d['slot']) and not d['non_default']), float(not d['slot'])]
 
 class SlotFeatureScorer:
     "Logistic regression (Bradley-Terry) on `slot_features`, fitted to preference pairs."
