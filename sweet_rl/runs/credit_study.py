@@ -11,9 +11,10 @@ from typing import Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['CONSTRUCTIONS', 'FEATURES', 'TRAINED', 'FREE', 'info_gated_power', 'testbed_pairs', 'as_trajectories',
-           'heldout_states', 'slot_features', 'SlotFeatureScorer', 'MicroConfig', 'micro_corpus', 'micro_backbone',
-           'TestbedCreditConfig', 'training_pair_accuracy', 'testbed_credit_run']
+__all__ = ['CONSTRUCTIONS', 'FEATURES', 'TRAINED', 'FREE', 'SEEDS_NEEDED', 'COMPARISONS', 'info_gated_power', 'testbed_pairs',
+           'as_trajectories', 'heldout_states', 'slot_features', 'SlotFeatureScorer', 'MicroConfig', 'micro_corpus',
+           'micro_backbone', 'TestbedCreditConfig', 'training_pair_accuracy', 'testbed_credit_run', 'study_runs',
+           'study_summary', 'study_table']
 
 # %% ../../nbs/38_credit_study.ipynb #90e7e96a
 def _percentile_low(values:np.ndarray, rng:np.random.Generator, n_boot:int, level:float=0.95) -> np.ndarray:
@@ -287,3 +288,52 @@ def testbed_credit_run(config:TestbedCreditConfig, out_dir, runs_dir=None, progr
     write_jsonl(out_dir / 'scores.jsonl', rows)
     atomic_write_text(out_dir / 'metrics.json', json.dumps(metrics, indent=1) + '\n')
     return metrics
+
+# %% ../../nbs/38_credit_study.ipynb #b7d3f9a4
+from .credit import beat_probability
+
+SEEDS_NEEDED = {10: 6, 3: 2}  # the plan's rule: seeds whose interval clears 0.5, out of the seeds run
+COMPARISONS = (('sweet', 'sweet_no_info'), ('value', 'value_no_info'), ('control', 'sweet'))
+
+def study_runs(out_dir) -> list[dict]:
+    "The metrics of every finished run in the folders directly under `out_dir` (a grid of `testbed_credit_run`s)."
+    return [json.loads(p.read_text()) | {'folder': p.parent.name} for p in sorted(Path(out_dir).glob('*/metrics.json'))]
+
+def _setting(config:dict) -> tuple: return tuple(sorted((k, v) for k, v in config.items() if k != 'seed'))
+
+def study_summary(runs:Sequence[dict], split:str='test') -> list[dict]:
+    "Per setting (all config fields but the seed): the seeds' info-gated accuracies and intervals, seeds clearing 0.5, the plan's verdict."
+    groups = {}
+    for r in runs: groups.setdefault(_setting(r['config']), []).append(r)
+    out = []
+    for key, rs in groups.items():
+        rs = sorted(rs, key=lambda r: r['config']['seed'])
+        ig = [r[split]['info_gated'] for r in rs]
+        clear = sum(g['ci'] is not None and g['ci'][0] > 0.5 for g in ig)
+        need = SEEDS_NEEDED.get(len(rs))
+        out.append({'config': dict(key), 'scorer': rs[0]['config']['scorer'], 'seeds': [r['config']['seed'] for r in rs],
+                    'means': [g['mean'] for g in ig], 'cis': [g['ci'] for g in ig], 'mean': statistics.fmean(g['mean'] for g in ig),
+                    'clear': clear, 'separates': None if need is None else clear >= need,
+                    'per_task': {r['config']['seed']: r[split]['per_task']['info_gated'] for r in rs},
+                    'seconds': statistics.fmean(sum(r['seconds'].values()) for r in rs)})
+    return out
+
+def study_table(out_dir, split:str='test') -> str:
+    "A markdown table of a grid's settings (`study_summary`) and the plan's comparisons between scorers of equal settings."
+    rows = study_summary(study_runs(out_dir), split)
+    if not rows: return f"no finished run under {out_dir}"
+    varies = sorted({k for r in rows for k in r['config'] if len({str(x['config'].get(k)) for x in rows}) > 1} - {'scorer'})
+    name = lambda r: r['scorer'] + ''.join(f" {k}={r['config'][k]}" for k in varies)
+    verdict = lambda r: 'yes' if r['separates'] else 'no' if r['separates'] is False else f"({len(r['seeds'])} seeds: the rule needs 3 or 10)"
+    lines = [f"Info-gated accuracy, {split} set: mean over seeds; per seed the mean and its 95% interval", '',
+             '| setting | seeds | mean | seeds clearing 0.5 | separates | per seed | s per run |', '|---|---|---|---|---|---|---|']
+    for r in sorted(rows, key=name):
+        per = '; '.join(f"{m:.2f} [{c[0]:.2f}, {c[1]:.2f}]" for m, c in zip(r['means'], r['cis']))
+        lines.append(f"| {name(r)} | {len(r['seeds'])} | {r['mean']:.3f} | {r['clear']} of {len(r['seeds'])} | {verdict(r)} | {per} | {r['seconds']:.0f} |")
+    comps = []
+    for a in rows:
+        for b in rows:
+            same = {k: v for k, v in a['config'].items() if k != 'scorer'} == {k: v for k, v in b['config'].items() if k != 'scorer'}
+            if same and (a['scorer'], b['scorer']) in COMPARISONS:
+                comps.append(f"- P({name(a)} beats {b['scorer']}) = {beat_probability(a['per_task'], b['per_task']):.3f}")
+    return '\n'.join(lines + ([''] + comps if comps else []))
