@@ -48,6 +48,8 @@ def test_a_complete_paper_setup_exits_0_with_a_wall_time_plan(paper_data, monkey
     t2 = checked['wall_time']['table2']
     assert 0 < t2['busy_gpu_hours'] < t2['gpu_hours'] and abs(t2['gpu_hours'] - 8 * t2['wall_hours']) <= 0.5  # the node held, partly idle
     assert {'candidates', 'train sweet', 'evaluate'} <= set(t2['by_stage_hours'])
+    lengths = {(p['what'], p['layout']['seq_len']) for p in checked['training'] if not p['vision']}
+    assert lengths == {('actor', 16384), ('critic', 8192)}, lengths  # the release's lengths: the actor's, the critic's own
     assert 'table2: ' in err and '0 problem(s): ready' in err, err
 
 

@@ -16,25 +16,28 @@ def test_paper_preset_dry_run_plans_every_training(paper_cluster, monkeypatch):
     monkeypatch.setattr(pipeline, 'cluster_problems', lambda *a, **k: [])  # the plans only (tests/test_paper_dry_run.py: the machine)
     out = reproduce('paper', list(pipeline.STUDIES), dry_run=True)  # table4 named: opt-in at the paper scale
     # only Table 4's runs (launched with the offload config; its 70B actors), each told what it needs that the training
-    # code does not do
+    # code does not do, and its DPO pairs of the actor's 16,384 tokens over 80 GB per GPU even with Adam offloaded
     assert out['problems'] and all(p.startswith('table4/') for p in out['problems']), out['problems']
-    assert {('CPU Adam' in p, 'sharded loading' in p) for p in out['problems']} == {(True, False), (False, True)}
+    kinds = {('CPU Adam' in p, 'sharded loading' in p, 'GB per GPU needed' in p) for p in out['problems']}
+    assert kinds == {(True, False, False), (False, True, False), (False, False, True)}, out['problems']
+    assert sum('GB per GPU needed' in p for p in out['problems']) == 2  # Table 4's Multi-Turn DPO and SWEET-RL actors
     plans = out['training']
     assert plans and all(p['processes'] == 8 and p['sharded'] for p in plans)
     by_method = {(p['what'], p['method']): p['global_batch'] for p in plans}
     assert by_method[('actor', 'rft')] == 32 and by_method[('actor', 'sweet')] == 8 and by_method[('critic', 'critic')] == 8
     vision = [p for p in plans if p['what'] == 'critic' and p['vision']]
     assert vision and all('Qwen2-VL-7B' in p['model'] for p in vision)  # the frontend critic of Table 2
-    # what the code allocates per GPU (8 GPUs, ZeRO-3, the release's 8,192 tokens): the critic's and DPO's frozen copy
+    # what the code allocates per GPU (8 GPUs, ZeRO-3, the release's 8,192 tokens for the critic and 16,384 for the actor):
+    # the critic's and DPO's frozen copy
     # sharded like the trained model, log-probs projected 256 positions at a time, RFT without a reference
     by_run = {(p['what'], p['method'], p['model'].rsplit('/', 1)[-1]): p for p in plans}
     critic, rft = by_run[('critic', 'critic', 'Llama-3.1-8B-Instruct')], by_run[('actor', 'rft', 'Llama-3.1-8B-Instruct')]
     assert (critic['layout']['seq_len'], critic['layout']['reference'], critic['layout']['projection']) == (8192, 'sharded', 'chunked')
-    assert (rft['layout']['reference'], rft['layout']['sequences']) == ('none', 4)
+    assert (rft['layout']['reference'], rft['layout']['sequences'], rft['layout']['seq_len']) == ('none', 4, 16384)
     assert critic['memory_per_gpu_gb']['reference'] == round(critic['parameters'] * 2 / 8 / 2 ** 30, 2)  # an eighth of 15 GiB
-    # ~24 GiB for a critic or DPO pair (~64 with a whole copy and full logits), ~29 for RFT's 4 conversations (~95)
-    assert 20 < critic['memory_per_gpu_gb']['total'] < 28 and 24 < rft['memory_per_gpu_gb']['total'] < 33
-    assert all(p['memory_per_gpu_gb']['total'] < 80 for p in plans)
+    # ~24 GiB for a critic pair (~60 with a whole copy and full logits), ~41 for RFT's 4 conversations of 16,384 (~148)
+    assert 20 < critic['memory_per_gpu_gb']['total'] < 28 and 36 < rft['memory_per_gpu_gb']['total'] < 46
+    assert all(p['memory_per_gpu_gb']['total'] < 80 for p in plans if 'Llama-3.1-70B' not in p['model'])
 
 
 def test_a_70b_actor_is_told_what_it_needs(paper_cluster):
@@ -42,7 +45,8 @@ def test_a_70b_actor_is_told_what_it_needs(paper_cluster):
     tmp, env = paper_cluster
     cfg = tmp / 'actor70b.json'
     cfg.write_text(json.dumps({'model': '${SWEET_RL_MODELS}/Llama-3.1-70B-Instruct', 'method': 'sweet', 'lora': False,
-                               'batch_size': 1, 'grad_accum': 1, 'gradient_checkpointing': True}))
+                               'batch_size': 1, 'grad_accum': 1, 'gradient_checkpointing': True,
+                               'max_length': 8192}))  # at the actor's 16,384 its pair needs ~99 GB even offloaded
     offloaded = launch_plan('actor', cfg, ACCELERATE_CONFIGS / 'deepspeed_zero3_offload.yaml')
     assert offloaded['memory_per_gpu_gb']['optimizer'] == 0 and offloaded['memory_per_gpu_gb']['total'] < 80
     # before: no problem named, yet DeepSpeed refuses the Trainer's AdamW under offload, and every rank loads 2 x 131 GiB
@@ -81,6 +85,7 @@ def test_shipped_paper_configs_plan_cleanly(paper_cluster):
         what = 'critic' if f.name.startswith('critic') else 'actor'
         p = launch_plan(what, f, ACCELERATE_CONFIGS / 'deepspeed_zero3.yaml')
         assert p['problems'] == [], (f.name, p['problems'])
+        assert p['layout']['seq_len'] == (16384 if what == 'actor' else 8192), f.name  # the release's lengths
     # one process on one GPU cannot fully fine-tune 8B: said plainly, through the command line's exit status
     proc = subprocess.run([sys.executable, '-m', 'sweet_rl.runs.launch', 'plan', 'critic', '--config', str(ROOT / 'configs/paper/critic_backend.json')],
                           capture_output=True, text=True, timeout=300)

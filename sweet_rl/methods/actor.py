@@ -42,7 +42,7 @@ class ActorConfig(TrainConfig):
     epochs:float=1 # paper: sweet 1; rft and mtdpo 4 (backend), 8 (frontend)
     batch_size:int=2 # pairs (sweet, mtdpo) or conversations (rft) per device step
     grad_accum:int=1 # global batch = batch_size x processes x grad_accum (paper: 8; rft 32)
-    max_length:int|None=None # training skips (and reports) longer pairs or conversations (None: no limit; release: 8192)
+    max_length:int|None=None # training skips (and reports) longer pairs or conversations (None: no limit; release: 16384)
 
     def __post_init__(self):
         if self.method not in METHODS: raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")

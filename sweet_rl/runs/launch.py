@@ -16,12 +16,13 @@ from ..base.core import REPO_ROOT, atomic_write_text, read_jsonl, run_cli, write
 
 # %% auto #0
 __all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'OFFLOAD_NEEDS', 'ACCELERATE_CONFIGS', 'LOGIT_BYTES', 'ADAM_BYTES',
-           'RELEASE_MAX_LENGTH', 'TABLE5_CRITIC', 'BEST_OF_N_CRITICS', 'global_batch', 'grad_accum_for',
-           'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info', 'process_device', 'read_records',
-           'parse_args', 'load_config', 'unmet_requirements', 'accelerate_from_env', 'check_requirements', 'run_stage',
-           'run_online', 'run_reflect_stage', 'end_processes', 'stage_config', 'check_model', 'main', 'launcher_env',
-           'check_accelerate_config', 'model_facts', 'training_layout', 'memory_terms', 'estimate_memory',
-           'launch_plan', 'launch_training', 'train_actor_configs', 'generation_kind', 'best_of_n_critic_configs']
+           'RELEASE_MAX_LENGTH', 'RELEASE_ACTOR_MAX_LENGTH', 'TABLE5_CRITIC', 'BEST_OF_N_CRITICS', 'global_batch',
+           'grad_accum_for', 'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info', 'process_device',
+           'read_records', 'parse_args', 'load_config', 'unmet_requirements', 'accelerate_from_env',
+           'check_requirements', 'run_stage', 'run_online', 'run_reflect_stage', 'end_processes', 'stage_config',
+           'check_model', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts', 'training_layout',
+           'memory_terms', 'estimate_memory', 'launch_plan', 'launch_training', 'train_actor_configs',
+           'generation_kind', 'best_of_n_critic_configs']
 
 # %% ../../nbs/32_launch.ipynb #cc3930ca
 TABLE5_GLOBAL_BATCH = {'critic': 8, 'sweet': 8, 'mtdpo': 8, 'rft': 32}  # examples per optimizer step in paper Table 5
@@ -157,7 +158,7 @@ def parse_args(argv:Sequence[str]|None=None, # arguments (default: the command l
     s.add_argument('what', choices=['critic', 'actor']); s.add_argument('--config', type=Path, required=True)
     s.add_argument('--accelerate', type=Path, help='accelerate config the run will use (default: one process)')
     s.add_argument('--data', type=Path, help='training data the run will read (checked to exist)')
-    s.add_argument('--seq-len', type=int, default=8192, help="tokens per sequence when the config sets no max_length (the release's 8192)")
+    s.add_argument('--seq-len', type=int, help="tokens per sequence when the config sets no max_length (default: the release's, 8192 critic, 16384 actor)")
     s.add_argument('--gpu-memory-gb', type=float, default=80.0, help='memory of one GPU')
     return p.parse_args(argv)
 
@@ -414,13 +415,14 @@ def model_facts(model:str, # preset name or model folder (only `config.json` is 
 # %% ../../nbs/32_launch.ipynb #70187106
 LOGIT_BYTES = 12 # bytes per position and vocabulary entry at the projection's peak: three float32 [.., V] tensors (logits, log-softmax, its gradient)
 ADAM_BYTES = 8 # Adam's two float32 moments per trained weight (plus 4 of float32 master weights under mixed precision)
-RELEASE_MAX_LENGTH = 8192 # the release's `--max_len` for the critic: the plan's sequence length when a config sets no `max_length`
+RELEASE_MAX_LENGTH = 8192 # the release's `--max_len` for the critic: the plan's sequence length when a critic config sets no `max_length`
+RELEASE_ACTOR_MAX_LENGTH = 16384 # the release's `--max_len` for the actor (SWEET-RL, Multi-Turn DPO, RFT): the same for an actor config
 
 def training_layout(what:str, # 'critic' or 'actor'
                     config, # its `CriticConfig` / `ActorConfig`
                     accelerate:dict, # from `check_accelerate_config` (or `{'distributed_type': 'NO', 'processes': 1}`)
                     facts:dict, # from `model_facts`
-                    seq_len:int=RELEASE_MAX_LENGTH, # tokens per sequence when the config sets no `max_length`
+                    seq_len:int|None=None, # tokens per sequence when the config sets no `max_length` (None: the release's for `what`)
                    ) -> dict:
     "What the trainer of `config` holds on each GPU, as the training code decides it: the memory plan's inputs."
     from sweet_rl.methods.actor import Actor
@@ -438,7 +440,8 @@ def training_layout(what:str, # 'critic' or 'actor'
     else: sequences = config.batch_size * (1 if (critic and config.head == 'value') or (not critic and config.method == 'rft') else 2)
     return {'processes': world, 'sharded': reference_placement(kind, accelerate.get('zero_stage')) == 'sharded',
             'full_finetuning': not config.lora, 'weight_bytes': 4 if config.dtype == 'float32' else 2, 'reference': reference,
-            'projection': projection, 'sequences': sequences, 'seq_len': config.max_length or seq_len,
+            'projection': projection, 'sequences': sequences,
+            'seq_len': config.max_length or seq_len or (RELEASE_MAX_LENGTH if critic else RELEASE_ACTOR_MAX_LENGTH),
             'checkpointing': bool(config.gradient_checkpointing), 'offload_optimizer': bool(accelerate.get('offload_optimizer'))}
 
 # %% ../../nbs/32_launch.ipynb #7cb948c0
@@ -472,7 +475,7 @@ def estimate_memory(facts:dict, layout:dict) -> dict:
 def launch_plan(what:str, # 'critic' or 'actor'
          config, # a `CriticConfig` / `ActorConfig`, or its JSON file
          accelerate_config=None, data=None,
-         seq_len:int=RELEASE_MAX_LENGTH, # tokens per sequence when the config sets no `max_length`
+         seq_len:int|None=None, # tokens per sequence when the config sets no `max_length` (None: the release's for `what`)
          gpu_memory_gb:float=80.0) -> dict:
     "Check a training setup without loading weights; `problems` lists what would fail or does not match the paper."
     from sweet_rl.methods.critic import CriticConfig
@@ -534,13 +537,13 @@ def train_actor_configs(params:dict, # the parameters of `nbs/train_actor.ipynb`
     "`{'actor': ActorConfig}`, plus `'critic'` for SWEET-RL without a given critic: what the notebook trains."
     from sweet_rl.methods.critic import CriticConfig
     from sweet_rl.methods.actor import ActorConfig
-    p, shared = params, dict(seed=params['seed'], max_length=params['max_length'] or None,
-                             gradient_checkpointing=params['gradient_checkpointing'])
+    p, shared = params, dict(seed=params['seed'], gradient_checkpointing=params['gradient_checkpointing'])
     if p['accelerate']:  # launched: one ZeRO-3 checkpoint of an 8B model holds ~105 GiB, so the critic checkpoints as the actor does
         shared.update(save_steps=p['save_steps'], save_total_limit=1)  # (and by wall time, `save_minutes`), the last one kept
-    out = {'actor': ActorConfig.from_params(p, **shared)}  # the parameters named as its fields
-    if p['method'] == 'sweet' and not p['critic_dir']:
-        out['critic'] = CriticConfig.from_params(p, prefix='critic_', **shared)  # critic_lr -> lr, ...
+    critic_length = p['max_length'] if p.get('critic_max_length', -1) < 0 else p['critic_max_length']  # -1: the actor's
+    out = {'actor': ActorConfig.from_params(p, max_length=p['max_length'] or None, **shared)}  # the parameters named as its fields
+    if p['method'] == 'sweet' and not p['critic_dir']:  # critic_lr -> lr, ...; its own length (the release: 8192, the actor 16384)
+        out['critic'] = CriticConfig.from_params(p, prefix='critic_', max_length=critic_length or None, **shared)
     return out
 
 # %% ../../nbs/32_launch.ipynb #206dbb53
@@ -551,7 +554,7 @@ def generation_kind(accelerate_config, # the notebook's `accelerate` parameter: 
     return 'transformers' if check_accelerate_config(_accelerate_file(accelerate_config))['use_cpu'] else 'vllm'
 
 # %% ../../nbs/32_launch.ipynb #45007ac9
-TABLE5_CRITIC = dict(lora=False, dtype='auto', lr=2e-7, beta=0.1, nll_coef=0.01, epochs=4, batch_size=1, grad_accum=1, max_length=8192,
+TABLE5_CRITIC = dict(lora=False, dtype='auto', lr=2e-7, beta=0.1, nll_coef=0.01, epochs=4, batch_size=1, grad_accum=1, max_length=RELEASE_MAX_LENGTH,
                      gradient_checkpointing=True, save_steps=1_000_000, save_minutes=30.0, save_total_limit=1)
 # Table 5's backend critic on 8 GPUs (global batch 1 x 8 x 1), as Table 2's launched critic trains: the paper preset of
 # `nbs/train_actor.ipynb` (critic_lora, critic_lr, critic_epochs, ...; studies/scales.yaml), checkpoints by wall time
