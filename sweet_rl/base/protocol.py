@@ -147,3 +147,4 @@ for _kind, _env in [('backend', 'BackendEnv'), ('frontend', 'FrontendEnv'), ('se
     register_env(_kind, f'sweet_rl.envs.{_kind}:{_env}', f'sweet_rl.envs.{_kind}:{_env}Config')
 register_env('taxi', 'sweet_rl.envs.taxi:DangerousTaxiEnv', 'sweet_rl.envs.taxi:TaxiConfig', build=lambda env, simulator, config: env(config))
 register_env('explore', 'sweet_rl.envs.explore:ExploreEnv', 'sweet_rl.envs.explore:ExploreConfig', build=lambda env, simulator, config: env(None, config))
+register_env('lookup', 'sweet_rl.envs.search:LookupEnv', 'sweet_rl.envs.search:LookupEnvConfig')  # the search protocol on made-up entities

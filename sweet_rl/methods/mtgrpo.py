@@ -23,10 +23,10 @@ from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, Policy,
 __all__ = ['ADVANTAGE_EPS', 'MODES', 'SETTINGS', 'group_normalize', 'mtgrpo_advantages', 'PolicyLoss', 'clipped_policy_loss',
            'Reward', 'EpisodeRewards', 'episode_rewards', 'record_field_reward', 'search_rewards',
            'tests_passed_reward', 'critic_turn_reward', 'Setting', 'SettingConfig', 'SearchSettingConfig',
-           'BackendSettingConfig', 'no_tool_result', 'search_setting', 'backend_setting', 'SettingSpec',
-           'register_setting', 'setting_spec', 'MTGRPOConfig', 'online_setting', 'prompt_schedule', 'PromptCollator',
-           'agent_conversations', 'silent_groups', 'reward_stats', 'batch_advantages', 'MTGRPOTrainer', 'OnlinePolicy',
-           'train_mtgrpo', 'online_metrics', 'final_messages']
+           'BackendSettingConfig', 'LookupSettingConfig', 'no_tool_result', 'search_setting', 'lookup_setting',
+           'backend_setting', 'SettingSpec', 'register_setting', 'setting_spec', 'MTGRPOConfig', 'online_setting',
+           'prompt_schedule', 'PromptCollator', 'agent_conversations', 'silent_groups', 'reward_stats',
+           'batch_advantages', 'MTGRPOTrainer', 'OnlinePolicy', 'train_mtgrpo', 'online_metrics', 'final_messages']
 
 # %% ../../nbs/24_mtgrpo.ipynb #bfa0dfed
 ADVANTAGE_EPS = 1e-4  # the MT-GRPO paper's group normalization: (r - mean) / (std + 1e-4)
@@ -212,6 +212,17 @@ class BackendSettingConfig(SettingConfig):
     critic_dir:str='' # a trained critic whose turn scores are the turn reward (empty: outcome reward only)
     critic_weight:float=1.0 # weight of the critic's turn reward
 
+# %% ../../nbs/24_mtgrpo.ipynb #6df81ad2
+@dataclass
+class LookupSettingConfig(SettingConfig):
+    "The lookup setting: made-up entities with a note right `note_accuracy` of the time, a one-sentence document each, and the prompt."
+    prompt:str='current' # the agent's prompt (`sweet_rl.envs.search.LOOKUP_PROMPTS`): 'weak' (a tool call as the only example) or 'current' (both turns, a bare answer)
+    note_accuracy:float=0.7 # share of the questions whose note gives the right code
+    n_entities:int=1000 # made-up entities in the collection (training and held-out)
+    top_k:int=1 # documents per result
+    test_fraction:float=0.2 # share of entities held out for evaluation
+    entity_seed:int=0 # seed of the entities, their codes and notes, and the split (fixed apart from the run's seed, so every run sees the same collection)
+
 # %% ../../nbs/24_mtgrpo.ipynb #00720702
 def _subset(tasks:list, n:int, seed:int) -> list:
     "A seeded subset of n tasks, in their order (n = 0: all)."
@@ -230,6 +241,15 @@ def search_setting(c:SearchSettingConfig, seed:int=0) -> Setting:
     make_env = env_factory('search', SearchTool(top_k=c.top_k, noise=c.tool_noise, seed=seed), **c.env_fields())
     split = dict(test_fraction=c.test_fraction, seed=c.split_seed, kinds=c.question_kinds)
     return Setting(make_env, _subset(search_tasks('train', **split), c.n_tasks, seed), search_tasks('test', **split), search_rewards(),
+                   no_tool_result)
+
+# %% ../../nbs/24_mtgrpo.ipynb #bbb05d9a
+def lookup_setting(c:LookupSettingConfig, seed:int=0) -> Setting:
+    "The search setting's protocol and six rewards on made-up entities whose notes compete with the tool; credit merged where the tool gave nothing."
+    from sweet_rl.envs.search import lookup_search_tool, lookup_tasks
+    make_env = env_factory('lookup', lookup_search_tool(c.n_entities, c.entity_seed, c.top_k), prompt=c.prompt, **c.env_fields())
+    split = dict(n_entities=c.n_entities, note_accuracy=c.note_accuracy, test_fraction=c.test_fraction, seed=c.entity_seed)
+    return Setting(make_env, _subset(lookup_tasks('train', **split), c.n_tasks, seed), lookup_tasks('test', **split), search_rewards(),
                    no_tool_result)
 
 # %% ../../nbs/24_mtgrpo.ipynb #bbeb7e1f
@@ -251,7 +271,8 @@ class SettingSpec(NamedTuple):
     config:type # a `SettingConfig` subclass: the fields `MTGRPOConfig.setting` may hold
 
 SETTINGS: dict[str, SettingSpec] = {'search': SettingSpec(search_setting, SearchSettingConfig),
-                                    'backend': SettingSpec(backend_setting, BackendSettingConfig)}  # `MTGRPOConfig.env` -> its spec
+                                    'backend': SettingSpec(backend_setting, BackendSettingConfig),
+                                    'lookup': SettingSpec(lookup_setting, LookupSettingConfig)}  # `MTGRPOConfig.env` -> its spec
 
 # %% ../../nbs/24_mtgrpo.ipynb #b9a65112
 def register_setting(name:str, build:Callable, # (setting config, seed) -> `Setting`
@@ -573,12 +594,14 @@ def online_metrics(records:Sequence[dict], # trajectory records of one evaluatio
 
 # %% ../../nbs/24_mtgrpo.ipynb #4d2d0647
 def _normal_message(record:dict, chars:int) -> str:
-    "The record's last agent message, whitespace collapsed, its task's country and accepted answers as `{country}` / `{answer}`."
+    "The record's last agent message, whitespace collapsed, its task's country (or entity), accepted answers and note as `{country}` (`{entity}`), `{answer}` and `{note}`."
     text = ' '.join(next((m['content'] for m in reversed(record['dialogue_history']) if m['role'] == 'assistant'), '').split())
     task = record.get('task') or {}
-    if task.get('country'): text = text.replace(task['country'], '{country}')
+    for key in ('country', 'entity'):
+        if task.get(key): text = text.replace(task[key], '{' + key + '}')
     for a in sorted(task.get('answers') or [], key=len, reverse=True):
         text = re.sub(rf'(?<!\w){re.escape(a)}(?!\w)', '{answer}', text, flags=re.I)
+    if task.get('note'): text = re.sub(rf'(?<!\w){re.escape(task["note"])}(?!\w)', '{note}', text)  # a wrong note (a right one is `{answer}`)
     return text[:chars]
 
 # %% ../../nbs/24_mtgrpo.ipynb #69a49c3d
