@@ -13,8 +13,8 @@ import numpy as np
 # %% auto #0
 __all__ = ['CONSTRUCTIONS', 'FEATURES', 'TRAINED', 'FREE', 'SEEDS_NEEDED', 'COMPARISONS', 'info_gated_power', 'testbed_pairs',
            'as_trajectories', 'heldout_states', 'slot_features', 'SlotFeatureScorer', 'MicroConfig', 'micro_corpus',
-           'micro_backbone', 'TestbedCreditConfig', 'training_pair_accuracy', 'testbed_credit_run', 'study_runs',
-           'study_summary', 'study_table']
+           'micro_backbone', 'TestbedCreditConfig', 'training_pair_accuracy', 'shared_pairs', 'testbed_credit_run',
+           'run_folder', 'study_grid', 'study_runs', 'study_summary', 'study_table']
 
 # %% ../../nbs/38_credit_study.ipynb #90e7e96a
 def _percentile_low(values:np.ndarray, rng:np.random.Generator, n_boot:int, level:float=0.95) -> np.ndarray:
@@ -49,7 +49,7 @@ def info_gated_power(n_states:int, # held-out info-gated states, one per indepen
             'per_seed': float(clears.mean()), 'at_least_need': float((clears.sum(axis=1) >= need).mean()), 'sims': sims}
 
 # %% ../../nbs/38_credit_study.ipynb #10daa111
-from ..base.core import Config, artifact_dir, atomic_write_text, stable_id, write_jsonl, write_manifest
+from ..base.core import Config, artifact_dir, atomic_write_text, read_jsonl, stable_id, write_jsonl, write_manifest
 from ..base.rollout import env_factory
 from ..envs.clarify import constructed_candidates, describe_action
 from ..envs.testbed import QUESTION_COST, episode_pairs, local_pairs, pair_mix, testbed_tasks
@@ -226,6 +226,7 @@ class TestbedCreditConfig(Config):
     n_pairs:int=1000 # training pairs
     paraphrase:bool=True # training questions in any of the slot's wordings (False: the canonical question, as held out)
     data_seed:int=0 # seed of the tasks, pairs and held-out wordings
+    micro_steps:int=300 # training steps of the micro backbone (`MicroConfig.steps`; the study's: 300)
 
     def __post_init__(self):
         if self.scorer not in (*TRAINED, *FREE): raise ValueError(f"scorer must be one of {[*TRAINED, *FREE]}, got {self.scorer!r}")
@@ -261,6 +262,15 @@ def training_pair_accuracy(critic, pairs:Sequence[dict], n:int=200) -> dict:
         right.setdefault(p['kind'], []).append(1.0 if c > r else 0.5 if c == r else 0.0)
     return {k: round(statistics.fmean(v), 4) for k, v in sorted(right.items())}
 
+def shared_pairs(config:TestbedCreditConfig, runs_dir=None) -> list[dict]:
+    "`testbed_pairs` of a run's data settings, made once and shared by every run of them (`runs/shared/testbed-pairs/<id>`)."
+    what = {k: getattr(config, k) for k in ('construction', 'n_train', 'n_pairs', 'data_seed', 'paraphrase')}
+    path = artifact_dir('testbed-pairs', what, runs_dir) / 'pairs.jsonl'
+    if path.exists(): return [r for _, r in read_jsonl(path)]
+    pairs = testbed_pairs(**what)
+    write_jsonl(path, pairs)
+    return pairs
+
 def testbed_credit_run(config:TestbedCreditConfig, out_dir, runs_dir=None, progress:bool=True) -> dict:
     "Train or build one scorer and measure it on the held-out states of both sets; resumes, and returns a finished run's metrics."
     out_dir = Path(out_dir)
@@ -269,10 +279,10 @@ def testbed_credit_run(config:TestbedCreditConfig, out_dir, runs_dir=None, progr
     atomic_write_text(out_dir / 'params.json', json.dumps(config.to_dict(), indent=2, sort_keys=True) + '\n')
     write_manifest(out_dir, seed=config.seed, params=config.to_dict())
     seconds, t0 = {}, time.time()
-    pairs = testbed_pairs(config.construction, config.n_train, config.n_pairs, config.data_seed, config.paraphrase)
+    pairs = shared_pairs(config, runs_dir)
     needs_model = config.scorer in TRAINED or config.scorer == 'privileged'
     backbone = config.backbone if config.backbone != 'micro' or not needs_model else \
-        str(micro_backbone(MicroConfig(n_train=config.n_train, data_seed=config.data_seed), runs_dir, progress))
+        str(micro_backbone(MicroConfig(n_train=config.n_train, data_seed=config.data_seed, steps=config.micro_steps), runs_dir, progress))
     seconds['data'] = time.time() - t0; t0 = time.time()
     scorer, critic = _scorer(config, pairs, backbone, out_dir, progress)
     seconds['training'] = time.time() - t0; t0 = time.time()
@@ -294,6 +304,42 @@ from .credit import beat_probability
 
 SEEDS_NEEDED = {10: 6, 3: 2}  # the plan's rule: seeds whose interval clears 0.5, out of the seeds run
 COMPARISONS = (('sweet', 'sweet_no_info'), ('value', 'value_no_info'), ('control', 'sweet'))
+
+_RUN = """
+import json, sys
+from sweet_rl.runs.credit_study import TestbedCreditConfig, testbed_credit_run
+testbed_credit_run(TestbedCreditConfig(**json.loads(sys.argv[1])), sys.argv[2], runs_dir=sys.argv[3], progress=False)
+"""
+
+def run_folder(config:TestbedCreditConfig) -> str: return f"{config.scorer}-{config.construction}-s{config.seed}"
+
+def study_grid(configs:Sequence[TestbedCreditConfig], # the runs, each in `out_dir / run_folder(config)`
+               out_dir, # the grid's folder; the shared micro backbone is trained once under out_dir/runs
+               jobs:int=2, # runs at a time, each its own process with one torch thread (memory goes back when it ends)
+               progress:bool=True) -> list[dict]:
+    "Run a grid of `testbed_credit_run`s, finished runs skipped (an interrupted grid resumes), and return every run's metrics."
+    import os, subprocess, sys
+    from concurrent.futures import ThreadPoolExecutor
+    out_dir = Path(out_dir)
+    folders = [out_dir / run_folder(c) for c in configs]
+    if len(set(folders)) < len(folders): raise ValueError("study_grid: two runs share a folder (same scorer, construction and seed); give each setting its own out_dir")
+    for c, d in zip(configs, folders):  # a finished folder of another setting is not this run: refuse rather than mix them
+        if (d / 'params.json').exists() and TestbedCreditConfig(**json.loads((d / 'params.json').read_text())) != c:
+            raise ValueError(f"{d}: holds a run of other settings ({d / 'params.json'}); use another out_dir")
+    todo = [(c, d) for c, d in zip(configs, folders) if not (d / 'metrics.json').exists()]
+    env = {**os.environ, 'OMP_NUM_THREADS': os.environ.get('OMP_NUM_THREADS', '1')}
+    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc='credit runs', disable=not progress)
+    def one(item):
+        c, d = item
+        r = subprocess.run([sys.executable, '-c', _RUN, json.dumps(c.to_dict()), str(d), str(out_dir / 'runs')], env=env, capture_output=True, text=True)
+        bar.update(1)
+        if r.returncode:
+            d.mkdir(parents=True, exist_ok=True); atomic_write_text(d / 'error.txt', r.stdout[-5000:] + r.stderr[-20000:])
+            raise RuntimeError(f"credit run {d.name} failed; its output: {d / 'error.txt'}\n{r.stderr[-2000:]}")
+    if todo: one(todo[0])  # alone: it trains the shared backbone the others then read
+    with ThreadPoolExecutor(max(1, jobs)) as pool: list(pool.map(one, todo[1:]))
+    bar.close()
+    return [json.loads((d / 'metrics.json').read_text()) for d in folders]
 
 def study_runs(out_dir) -> list[dict]:
     "The metrics of every finished run in the folders directly under `out_dir` (a grid of `testbed_credit_run`s)."
