@@ -1,13 +1,14 @@
 """At the paper scale the policy's candidates and evaluation decode with vLLM; the CPU scales keep the transformers
 backend. vLLM is not installed on a CPU: a stand-in `vllm` module records what the engine is built
 with and the prompt tokens it is given, so these tests check the arguments and the prompts, never vLLM's decoding."""
-import sys, types
+import random, sys, types
 from pathlib import Path
 
 import pytest
 import torch
 
-from sweet_rl.methods.actor import Actor, ActorConfig, policy_backend, train_actor, vllm_model_files
+from sweet_rl.methods.actor import (Actor, ActorConfig, CandidateConfig, policy_backend, sample_candidates, train_actor,
+                                    vllm_model_files)
 from sweet_rl.runs.launch import generation_kind
 from sweet_rl.base.models import (TransformersBackend, VLLMBackend, generation_prompt_ids, live_vllm_engines, load_tokenizer,
                              make_backend, token_logprobs, vllm_lora_rank, vllm_parallel_size)
@@ -86,6 +87,31 @@ def test_vllm_prompts_are_the_transformers_prompts_token_for_token(tiny_lm, fake
 
 def _logits(model, ids):
     with torch.no_grad(): return token_logprobs(model, ids)
+
+
+class SeededLLM(FakeLLM):
+    "A stand-in engine whose reply is a function of the prompt tokens and the request's seed alone, as a seeded vLLM request's is."
+    def generate(self, prompts, sampling_params=None, lora_request=None, use_tqdm=True):
+        self.requests.append(len(prompts))
+        reply = lambda p, sp: types.SimpleNamespace(text=f"{random.Random(str((p['prompt_token_ids'], sp['seed']))).random():.9f}",
+                                                    token_ids=[1], finish_reason='stop')
+        return [types.SimpleNamespace(outputs=[reply(p, sp)]) for p, sp in zip(prompts, sampling_params)]
+
+
+def test_candidates_batched_across_states_are_the_per_state_ones(tiny_lm, fake_vllm, monkeypatch, tmp_path):
+    "Before: one engine call of 16 requests per state. Now `states_per_call` states' requests go at once, each keeping its seed."
+    monkeypatch.setattr(sys.modules['vllm'], 'LLM', SeededLLM)
+    turns = [{'id': f'turn{i}', 'task': {}, 'history': [], 'prompt': CONVS[i % 2]} for i in range(5)]
+    per_state, batched = VLLMBackend(tiny_lm), VLLMBackend(tiny_lm)
+    one = sample_candidates(per_state, turns, CandidateConfig(n_candidates=4, states_per_call=1), progress=False)
+    many = sample_candidates(batched, turns, CandidateConfig(n_candidates=4, states_per_call=2), tmp_path / 'c.jsonl', progress=False)
+    assert many == one and len({c for r in one for c in r['candidates']}) == 20  # same texts, same order; every seed its own
+    assert (per_state.llm.requests, batched.llm.requests) == ([4] * 5, [8, 8, 4])  # 5 calls of one state; 3 of up to two
+    again = VLLMBackend(tiny_lm)
+    assert sample_candidates(again, turns + turns[:1], CandidateConfig(n_candidates=4, states_per_call=2), tmp_path / 'c.jsonl',
+                             progress=False) == one + one[:1] and again.llm.requests == []  # resumed from the store: no call
+    # the transformers backend decodes no groups together: one call per state, as before (the CPU scales are unchanged)
+    assert not TransformersBackend.joint_calls and VLLMBackend.joint_calls
 
 
 @pytest.mark.parametrize('lora', [False, True], ids=['full', 'lora'])

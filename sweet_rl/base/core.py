@@ -363,7 +363,7 @@ def run_params(namespace:dict, # the notebook's globals (`globals()`), after its
             raise ConfigError(f"parameters cell: {k!r} expects {want}, got {v!r} ({type(v).__name__}){hint}")
     return {k: namespace[k] for k in names if k not in exclude and k in namespace}
 
-LATER_PARAMS = {'best_of_n': {'accelerate': ''}, 'train_actor': {'critic_max_length': -1}, 'train_mtgrpo': {'tool_noise': 0.0}, 'train_reflect': {'eval_written': False, 'reflection_sft_steps': 0, 'advice_states': 0, 'advice_every': 0}} # parameters a notebook gained after runs of it were made, at their defaults
+LATER_PARAMS = {'best_of_n': {'accelerate': ''}, 'train_actor': {'critic_max_length': -1, 'eval_batch_size': 8}, 'train_mtgrpo': {'tool_noise': 0.0}, 'train_reflect': {'eval_written': False, 'reflection_sft_steps': 0, 'advice_states': 0, 'advice_every': 0}} # parameters a notebook gained after runs of it were made, at their defaults
 
 # %% ../../nbs/00_core.ipynb #6b9f4e06
 def run_identity(experiment, params:dict) -> dict:

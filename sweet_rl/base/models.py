@@ -4,7 +4,7 @@
 
 # %% ../../nbs/02_models.ipynb #b889b4d9
 from __future__ import annotations
-import argparse, concurrent.futures, gc, hashlib, json, logging, os, shutil, subprocess, sys, threading, time, warnings, weakref, zipfile
+import argparse, concurrent.futures, gc, hashlib, itertools, json, logging, os, shutil, subprocess, sys, threading, time, warnings, weakref, zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -310,10 +310,17 @@ def truncate_at_stop(text:str, stop:Sequence[str]) -> tuple[str, bool]:
 # %% ../../nbs/02_models.ipynb #805c7b96
 class GenerationBackend:
     "Chat messages in, text out. Subclasses implement `complete`."
+    joint_calls = False # `complete_groups` decodes all its groups in one engine call (vLLM); False: one `complete` per group
     def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]: raise NotImplementedError
     def generate(self, conversations:list, params:SamplingParams|None=None) -> list[str]:
         "The assistant reply to each conversation."
         return [c.text for c in self.complete(conversations, params)]
+    def complete_groups(self, groups:Sequence[tuple]) -> list[list[Completion]]:
+        "What `complete(conversations, params)` returns for each `(conversations, params)` of `groups`: here one call per group."
+        return [self.complete(convs, params) for convs, params in groups]
+    def generate_groups(self, groups:Sequence[tuple]) -> list[list[str]]:
+        "What `generate(conversations, params)` returns for each `(conversations, params)` of `groups`, in order."
+        return [[c.text for c in cs] for cs in self.complete_groups(groups)]
     def chat(self, messages:list, params:SamplingParams|None=None) -> str:
         "The assistant reply to one conversation."
         return self.generate([messages], params)[0]
@@ -749,19 +756,30 @@ class VLLMBackend(GenerationBackend):
         self.eot_ids, self.progress = end_of_turn_ids(self.tokenizer), progress
         _VLLM_LIVE.add(self)
 
+    joint_calls = True # every group of `complete_groups` goes to the engine in one `generate`
+
     def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]:
         "Generate one reply per conversation (vLLM batches internally), each from `generation_prompt_ids` of its conversation."
+        return self.complete_groups([(conversations, params)])[0]
+
+    def complete_groups(self, groups:Sequence[tuple]) -> list[list[Completion]]:
+        "Each group's replies, as `complete` gives them (request i of a group seeded `seed + i`), from one engine call for all groups."
         import vllm
         from vllm.inputs import TokensPrompt
         if self.llm is None: raise RuntimeError("this VLLMBackend is closed")
-        params, convs = params or SamplingParams(), check_conversations(conversations)
-        sps = [vllm.SamplingParams(max_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
-                                   seed=None if params.seed is None else params.seed + i, stop=list(params.stop) or None,
-                                   stop_token_ids=self.eot_ids, skip_special_tokens=True) for i in range(len(convs))]
-        prompts = [TokensPrompt(prompt_token_ids=generation_prompt_ids(self.tokenizer, c)) for c in convs]  # our chat template, not vLLM's rendering
-        outs = self.llm.generate(prompts, sampling_params=sps, lora_request=self.lora, use_tqdm=self.progress)
-        return [Completion(o.outputs[0].text, len(o.outputs[0].token_ids),
+        prompts, sps, sizes = [], [], []
+        for conversations, params in groups:
+            params, convs = params or SamplingParams(), check_conversations(conversations)
+            sps += [vllm.SamplingParams(max_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
+                                        seed=None if params.seed is None else params.seed + i, stop=list(params.stop) or None,
+                                        stop_token_ids=self.eot_ids, skip_special_tokens=True) for i in range(len(convs))]
+            prompts += [TokensPrompt(prompt_token_ids=generation_prompt_ids(self.tokenizer, c)) for c in convs]  # our chat template, not vLLM's rendering
+            sizes.append(len(convs))
+        outs = self.llm.generate(prompts, sampling_params=sps, lora_request=self.lora, use_tqdm=self.progress) if prompts else []
+        done = [Completion(o.outputs[0].text, len(o.outputs[0].token_ids),
                            'length' if o.outputs[0].finish_reason == 'length' else 'stop') for o in outs]
+        starts = list(itertools.accumulate(sizes, initial=0))
+        return [done[a:b] for a, b in zip(starts, starts[1:])]
 
     def close(self):
         "Shut the engine down and hand its GPU memory back (before a launched stage trains on this GPU)."

@@ -60,6 +60,7 @@ class CandidateConfig(Config):
     top_p:float=1.0
     max_new_tokens:int=256 # tokens per candidate
     seed:int=0
+    states_per_call:int=256 # states whose candidates go to a batching policy (vLLM) in one engine call; others decode state by state
 
     def __post_init__(self):
         if not 0 < self.data_fraction <= 1: raise ValueError(f"data_fraction must be in (0, 1], got {self.data_fraction!r}")
@@ -106,21 +107,24 @@ def sample_candidates(policy, # generation backend of the current policy (`Trans
                       tag:str='', # mixed into the ids: name the policy (and round) so another policy's samples are not reused
                       progress:bool=True, # progress bar
                      ) -> list[dict]:
-    "N candidate next actions per state: `{id, turn_id, task, history, prompt, candidates}`, one record per state."
+    "N candidate next actions per state, one record `{id, turn_id, task, history, prompt, candidates}` each, `states_per_call` states a call."
     cfg = config or CandidateConfig()
     knobs = {k: getattr(cfg, k) for k in ('n_candidates', 'temperature', 'top_p', 'max_new_tokens', 'seed')}
     store = JsonlStore(out_path) if out_path else None
     done = {r['id']: r for r in store} if store is not None else {}
     ids = [stable_id({'turn': t['id'], 'sampling': knobs, 'tag': tag}) for t in turns]
-    with tqdm(total=len(ids), initial=sum(i in done for i in ids), desc='candidates', disable=not progress) as bar:
-        for rid, t in zip(ids, turns):
-            if rid in done: continue
-            params = SamplingParams(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
-                                    seed=int(rid[:8], 16))
-            rec = {'id': rid, 'turn_id': t['id'], 'task': t['task'], 'history': t['history'], 'prompt': t['prompt'],
-                   'candidates': policy.generate([t['prompt']] * cfg.n_candidates, params)}
-            if store is not None: store.append(rec)
-            done[rid] = rec; bar.update(1)
+    todo = [(rid, t) for rid, t in dict(zip(ids, turns)).items() if rid not in done]  # a state listed twice is sampled once
+    chunk = max(1, cfg.states_per_call) if getattr(policy, 'joint_calls', False) else 1  # else one call per state, as before
+    with tqdm(total=len(ids), initial=len(ids) - len(todo), desc='candidates', disable=not progress) as bar:
+        for s in range(0, len(todo), chunk):
+            part = todo[s:s + chunk]
+            groups = [([t['prompt']] * cfg.n_candidates, SamplingParams(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                                                                         top_p=cfg.top_p, seed=int(rid[:8], 16))) for rid, t in part]
+            for (rid, t), texts in zip(part, policy.generate_groups(groups) if chunk > 1 else [policy.generate(*groups[0])]):
+                rec = {'id': rid, 'turn_id': t['id'], 'task': t['task'], 'history': t['history'], 'prompt': t['prompt'], 'candidates': texts}
+                if store is not None: store.append(rec)
+                done[rid] = rec
+            bar.update(len(part))
     return [done[i] for i in ids]
 
 # %% ../../nbs/23_actor.ipynb #b472797c

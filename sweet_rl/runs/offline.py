@@ -217,6 +217,7 @@ class ActorEvalConfig(Config):
     eval_max_turns:int=2 # agent turns per evaluation episode (paper: 10)
     eval_tokens:int=48 # agent tokens per evaluation turn
     eval_zero_shot:bool=True # also evaluate the policy before training on the same tasks
+    eval_batch_size:int=8 # evaluation episodes advanced together: their turns decode in one call (paper preset: 64, as `evaluate`)
     seed:int=0 # seed of the evaluation episodes
 
 # %% ../../nbs/34_offline.ipynb #035b1c6f
@@ -235,7 +236,7 @@ def evaluate_policy(run:OfflineRun, data:OfflineData, actor:Actor|None, actor_di
     "`{'trained': episodes}` on the held-out tasks, and `'zero_shot'` (the policy before training) when asked."
     d, e, run_dir = run.data, run.evaluation, Path(run_dir)
     eval_env = env_factory(d.task, data.simulator, max_turns=e.eval_max_turns, **d.env_options())  # `nbs/evaluate.ipynb`'s protocol
-    rcfg = RolloutConfig(max_new_tokens=e.eval_tokens, seed=e.seed, batch_size=8)
+    rcfg = RolloutConfig(max_new_tokens=e.eval_tokens, seed=e.seed, batch_size=e.eval_batch_size)
     with policy_backend(actor if actor is not None else actor_dir, run.generation) as policy:
         out = {'trained': run_rollouts(data.eval_tasks, eval_env, policy, rcfg, out_path=run_dir / 'eval_trained.jsonl',
                                        tag=f"{run.actor.method}|{run.actor.model}|{d.simulator}|{d.task}", progress=False)}

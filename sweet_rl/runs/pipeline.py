@@ -733,7 +733,8 @@ def cluster_problems(studies:Sequence[Study], # the studies to run (their accele
 # %% ../../nbs/33_pipeline.ipynb #c70a0011
 WALL_TIME_ASSUMPTIONS = dict(  # the wall-time plan's stated throughputs and sizes, for one node of 8 H100 GPUs; rough, not measured
     train_tokens_per_s=40_000,  # 8B full fine-tuning over the 8 GPUs (ZeRO-3, checkpointed activations, the reference forward): ~40% MFU
-    decode_tokens_per_s=2_000,  # one in-process vLLM engine, 8B in bf16 on one GPU (tensor parallel 1), over what the code sends at once
+    decode_tokens_per_s=2_000,  # one in-process vLLM engine, 8B in bf16 on one GPU (tensor parallel 1), over a call of 16-64 requests
+    batched_decode_tokens_per_s=10_000,  # the same engine given 256 states' candidates at once (`CandidateConfig.states_per_call`)
     score_tokens_per_s=20_000,  # the critic's forward pass over candidates on one GPU (no gradients)
     turn_tokens=400,            # tokens an agent turn generates on average (max_new_tokens only caps it)
     simulator_s_per_turn=3.0,   # a served simulator's reply, on its own node(s), that each live episode waits for
@@ -741,7 +742,7 @@ WALL_TIME_ASSUMPTIONS = dict(  # the wall-time plan's stated throughputs and siz
     turns_per_trajectory=5,     # agent turns of one offline trajectory
     trajectories=15_000,        # offline trajectories when the data file cannot be counted (the release's backend file)
     rft_share=0.3,              # share of the trajectories RFT keeps (the successful ones)
-    live_episodes=8,            # episodes `train_actor`'s evaluation runs at once (`evaluate` runs its `batch_size`)
+    live_episodes=8,            # episodes `train_actor`'s evaluation runs at once unless its `eval_batch_size` says (`evaluate`: `batch_size`)
     gpus=8,                     # GPUs of the node: what a stage holds while it runs
 )
 
@@ -775,10 +776,10 @@ def run_stages(notebook:str, params:dict, # a run's full parameters
     else:
         states = n * p['data_fraction'] * a['turns_per_trajectory']
         if not p.get('critic_dir'): out.append(stage('train critic', n * per * p['critic_epochs'], train, a['gpus']))
-        out += [stage('candidates', states * p['n_candidates'] * min(a['turn_tokens'], p['candidate_tokens']), a['decode_tokens_per_s'], 1),
+        out += [stage('candidates', states * p['n_candidates'] * min(a['turn_tokens'], p['candidate_tokens']), a['batched_decode_tokens_per_s'], 1),
                 stage('score candidates', states * p['n_candidates'] * per / 2, a['score_tokens_per_s'], 1),
                 stage('train sweet', states * p['pairs_per_turn'] * per * p['epochs'], train, a['gpus'])]
-    return out + [episodes('evaluate', p['n_eval_tasks'], p['eval_max_turns'], p['eval_tokens'], a['live_episodes'])]
+    return out + [episodes('evaluate', p['n_eval_tasks'], p['eval_max_turns'], p['eval_tokens'], p.get('eval_batch_size', a['live_episodes']))]
 
 def wall_time_plan(runs:dict, # `{study: [(notebook, full params), ...]}`
                    a:dict=WALL_TIME_ASSUMPTIONS) -> dict:
