@@ -3,7 +3,7 @@
 The machine is faked where a CPU runner cannot have it: `gpu_memory_gib` (8 GPUs of 80 GiB), `import_error` (deepspeed and
 vllm import), `served_models` (the simulators answer). Everything else is real: the model folders hold their
 `config.json`, the data folder the official layout with real bundled tasks and synthetic trajectories."""
-import json, shutil
+import json, os, shutil
 
 import pytest
 
@@ -84,3 +84,25 @@ def test_reproduce_stops_before_running_when_a_piece_is_missing(paper_cluster, m
     _machine(monkeypatch, served=None)
     monkeypatch.setattr(pipeline, 'run_notebook', lambda *a, **k: pytest.fail('a run started'))
     with pytest.raises(ValueError, match='not ready to reproduce at scale paper'): pipeline.reproduce('paper', ['table3'])
+
+
+def test_a_two_node_config_is_checked_for_its_nodes_and_its_batch(paper_data, monkeypatch, tmp_path):
+    """Training over 2 nodes of 8 GPUs: Table 5's 32 for RFT (1 x 16 x 2) passes inside a SLURM allocation of 2 nodes; outside one,
+    or with the critic's and DPO's 8 (16 processes make at least 16), the dry run says what is wrong."""
+    _machine(monkeypatch)
+    two = 'configs/accelerate/deepspeed_zero3-2node.yaml'
+    study = pipeline.Study.from_dict({'name': 'two_nodes', 'runs': [
+        {'notebook': 'train_actor', 'params': {'task': 'backend', 'method': 'rft'}, 'scales': {'paper': {'accelerate': two, 'grad_accum': 2}}}]})
+    (tmp_path / 'srun').write_text('#!/bin/sh\n'); (tmp_path / 'srun').chmod(0o755)
+    monkeypatch.setenv('PATH', f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.delenv('SLURM_JOB_NUM_NODES', raising=False)
+    outside = pipeline.check_setup([study], 'paper')
+    assert [p for p in outside['problems'] if 'SLURM' in p] == outside['problems'] and len(outside['problems']) == 1, outside['problems']
+    monkeypatch.setenv('SLURM_JOB_NUM_NODES', '2')
+    inside = pipeline.check_setup([study], 'paper')
+    assert inside['problems'] == [], inside['problems']
+    assert [(p['processes'], p['global_batch']) for p in inside['training']] == [(16, 32)]  # the plan's world size: 2 nodes of 8
+    sweet = pipeline.Study.from_dict({'name': 'two_nodes_sweet', 'runs': [
+        {'notebook': 'train_actor', 'params': {'task': 'backend', 'method': 'mtdpo'}, 'scales': {'paper': {'accelerate': two}}}]})
+    text = '\n'.join(pipeline.check_setup([sweet], 'paper')['problems'])
+    assert 'global batch 16' in text and 'differs from Table 5' in text, text

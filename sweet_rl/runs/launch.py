@@ -4,7 +4,7 @@
 
 # %% ../../nbs/32_launch.ipynb #0ef11760
 from __future__ import annotations
-import argparse, json, os
+import argparse, json, os, shlex, shutil, sys
 from unittest import mock
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,17 +12,17 @@ from typing import Sequence
 
 import torch
 
-from ..base.core import REPO_ROOT, atomic_write_text, read_jsonl, run_cli, write_manifest
+from ..base.core import REPO_ROOT, ConfigError, atomic_write_text, read_jsonl, run_cli, write_manifest
 
 # %% auto #0
 __all__ = ['TABLE5_GLOBAL_BATCH', 'DATA_FIELDS', 'OFFLOAD_NEEDS', 'ACCELERATE_CONFIGS', 'LOGIT_BYTES', 'ADAM_BYTES',
-           'RELEASE_MAX_LENGTH', 'RELEASE_ACTOR_MAX_LENGTH', 'TABLE5_CRITIC', 'BEST_OF_N_CRITICS', 'global_batch',
-           'grad_accum_for', 'batch_arithmetic', 'step_examples', 'ProcessInfo', 'process_info', 'process_device',
-           'read_records', 'parse_args', 'load_config', 'unmet_requirements', 'accelerate_from_env',
-           'check_requirements', 'run_stage', 'run_online', 'run_reflect_stage', 'end_processes', 'stage_config',
-           'check_model', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts', 'training_layout',
-           'memory_terms', 'estimate_memory', 'launch_plan', 'launch_training', 'train_actor_configs',
-           'generation_kind', 'best_of_n_critic_configs']
+           'RELEASE_MAX_LENGTH', 'RELEASE_ACTOR_MAX_LENGTH', 'MAIN_PROCESS_IP_VAR', 'TABLE5_CRITIC',
+           'BEST_OF_N_CRITICS', 'global_batch', 'grad_accum_for', 'batch_arithmetic', 'step_examples', 'ProcessInfo',
+           'process_info', 'process_device', 'read_records', 'parse_args', 'load_config', 'unmet_requirements',
+           'accelerate_from_env', 'check_requirements', 'run_stage', 'run_online', 'run_reflect_stage', 'end_processes',
+           'stage_config', 'check_model', 'main', 'launcher_env', 'check_accelerate_config', 'model_facts',
+           'training_layout', 'memory_terms', 'estimate_memory', 'launch_plan', 'launch_training', 'slurm_nodes',
+           'multinode_problems', 'launch_command', 'train_actor_configs', 'generation_kind', 'best_of_n_critic_configs']
 
 # %% ../../nbs/32_launch.ipynb #cc3930ca
 TABLE5_GLOBAL_BATCH = {'critic': 8, 'sweet': 8, 'mtdpo': 8, 'rft': 32}  # examples per optimizer step in paper Table 5
@@ -389,6 +389,9 @@ def check_accelerate_config(config_file) -> dict:
             out['zero_stage'] = ds.zero_stage
             if ds.offload_optimizer_device not in (None, 'none'): out['offload_optimizer'] = ds.offload_optimizer_device
         if out['distributed_type'] == 'FSDP': out['fsdp_version'] = FullyShardedDataParallelPlugin().fsdp_version
+    if cfg.num_machines > 1:  # a launcher on each node: its rank, and where the main one listens
+        out.update(machines=cfg.num_machines, machine_rank=cfg.machine_rank, main_process_ip=cfg.main_process_ip,
+                   main_process_port=cfg.main_process_port)
     return out
 
 # %% ../../nbs/32_launch.ipynb #a2e6afa8
@@ -513,23 +516,63 @@ def launch_training(what:str, # 'critic', 'actor', 'mtgrpo' or 'reflect'
                     accelerate_config, # accelerate config file (relative paths: from the repository root)
                     max_steps:int=-1, resume:bool=True, extra_args:Sequence[str]=()) -> Path:
     "Train with `accelerate launch ... -m sweet_rl.runs.launch` in a subprocess; the folder of the saved critic, actor or policy."
-    import subprocess, sys
+    import subprocess
     from sweet_rl.base.core import write_jsonl
     from sweet_rl.base.train import release_models
     release_models(f"launch_training({what!r})")  # no critic or actor of this process on a GPU the launched ranks use (C2)
     cfg_file = _accelerate_file(accelerate_config)
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir).resolve()  # absolute: several nodes' launchers read and write it (a shared filesystem)
+    data = () if records is None else ('--data', str(out / 'train_data.jsonl'))
+    cmd = launch_command(cfg_file, check_accelerate_config(cfg_file), ['-m', 'sweet_rl.runs.launch', what,  # refused before any file is written
+           '--config', str(out / f'{what}_config.json'), *data, '--out', str(out),
+           '--max-steps', str(max_steps), '--no-progress', *(() if resume else ('--no-resume',)), *extra_args])
+    out.mkdir(parents=True, exist_ok=True)
     config.save(out / f'{what}_config.json')
     if records is not None: write_jsonl(out / 'train_data.jsonl', records)
-    data = () if records is None else ('--data', str(out / 'train_data.jsonl'))
-    cmd = [sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(cfg_file), '-m', 'sweet_rl.runs.launch', what,
-           '--config', str(out / f'{what}_config.json'), *data, '--out', str(out),
-           '--max-steps', str(max_steps), '--no-progress', *(() if resume else ('--no-resume',)), *extra_args]
     with open(out / 'launch.log', 'w') as log: proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
         tail = (out / 'launch.log').read_text(errors='replace')[-2000:]
-        raise RuntimeError(f"`{' '.join(cmd[3:6])} ...` failed with exit code {proc.returncode}; log: {out / 'launch.log'}\n{tail}")
+        raise RuntimeError(f"`accelerate launch ... {what}` failed with exit code {proc.returncode}; log: {out / 'launch.log'}\n{tail}")
     return out / 'policy' if what in ('mtgrpo', 'reflect') else out / what
+
+# %% ../../nbs/32_launch.ipynb #e0f8b84a
+MAIN_PROCESS_IP_VAR = 'SWEET_RL_MAIN_PROCESS_IP' # the main node's address for a launch over several nodes (default: the srun step's first node)
+
+def slurm_nodes(env=None) -> int:
+    "Nodes of the SLURM allocation this process runs in (0 outside one)."
+    env = os.environ if env is None else env
+    try: return int(env.get('SLURM_JOB_NUM_NODES') or env.get('SLURM_NNODES') or 0)
+    except ValueError: return 0
+
+def multinode_problems(config_file, # the accelerate config, as named in messages
+                       acc:dict, # its `check_accelerate_config` summary
+                       env=None, # the environment (default: this process's)
+                      ) -> list[str]:
+    "What a launch over `acc`'s machines lacks here: whole nodes, rank 0 on this one, a SLURM allocation of as many nodes, srun."
+    env, m = os.environ if env is None else env, acc.get('machines', 1)
+    if m <= 1: return []
+    out = []
+    if acc['processes'] % m: out.append(f"{config_file}: num_processes {acc['processes']} is not a multiple of num_machines {m}")
+    if acc.get('machine_rank', 0) != 0:
+        out.append(f"{config_file}: machine_rank {acc['machine_rank']}; the notebook process is the main node's (0), srun ranks the others")
+    if slurm_nodes(env) < m:
+        out.append(f"{config_file}: {m} machines, but this process is in no SLURM allocation of {m} nodes (SLURM_JOB_NUM_NODES="
+                   f"{env.get('SLURM_JOB_NUM_NODES', 'unset')}): launch_training starts one launcher per node with srun (docs/gpu-nodes.md)")
+    elif shutil.which('srun', path=env.get('PATH')) is None: out.append(f"{config_file}: {m} machines, but srun is not on PATH")
+    return out
+
+def launch_command(config_file, # the accelerate config file
+                   acc:dict, # its `check_accelerate_config` summary
+                   args:Sequence[str], # what follows `accelerate launch --config_file FILE` (`-m sweet_rl.runs.launch ...`)
+                   env=None) -> list[str]:
+    "`accelerate launch --config_file FILE ARGS` on this node, or with srun on each of `acc`'s machines (one launcher per node)."
+    launch, m = [sys.executable, '-m', 'accelerate.commands.launch', '--config_file', str(config_file)], acc.get('machines', 1)
+    if m <= 1: return [*launch, *args]
+    if problems := multinode_problems(config_file, acc, env): raise ConfigError('; '.join(problems))
+    first = acc.get('main_process_ip') or '$(scontrol show hostnames "$SLURM_STEP_NODELIST" | head -n 1)'
+    node = (f'exec {shlex.join(launch)} --machine_rank "$SLURM_NODEID" --main_process_ip "${{{MAIN_PROCESS_IP_VAR}:-{first}}}" '
+            f'--main_process_port {acc.get("main_process_port") or 29500} {shlex.join(args)}')
+    return ['srun', f'--nodes={m}', '--ntasks-per-node=1', '--kill-on-bad-exit=1', 'bash', '-c', node]
 
 # %% ../../nbs/32_launch.ipynb #19bf1959
 def train_actor_configs(params:dict, # the parameters of `nbs/train_actor.ipynb` (all of them: defaults included)

@@ -697,17 +697,18 @@ def cluster_problems(studies:Sequence[Study], # the studies to run (their accele
                      scale:str='paper') -> list[str]:
     "What the studies need of this machine: GPUs as many and as large as the plans, deepspeed and vllm importable, simulators answering, data readable."
     from sweet_rl.base.models import parse_backend_spec
-    from sweet_rl.runs.launch import check_accelerate_config, generation_kind
+    from sweet_rl.runs.launch import check_accelerate_config, generation_kind, multinode_problems
     raw = [p for s in studies for _, p in raw_params(s, scale)]
     configs, out = {}, []
     for a in {p['accelerate'] for p in raw if isinstance(p.get('accelerate'), str) and p['accelerate']}:
         if not _repo_file(a).is_file(): out.append(f"{a}: no such accelerate config"); continue
         configs[a] = check_accelerate_config(_repo_file(a))
-    need = max([c['processes'] for c in configs.values() if not c['use_cpu']], default=0)
+    need = max([c['processes'] // c.get('machines', 1) for c in configs.values() if not c['use_cpu']], default=0)  # GPUs of each node
+    out += [p for a, c in sorted(configs.items()) for p in multinode_problems(a, c)]  # several nodes: SLURM, srun, whole nodes
     gib = max([x['memory_per_gpu_gb'][k] for x in plans if 'memory_per_gpu_gb' in x and not x['problems']  # (those named already)
                for k in ('total', 'loading')], default=0)
     gpus = gpu_memory_gib()
-    if len(gpus) < need: out.append(f"{need} GPUs needed (processes of {', '.join(sorted(configs))}), {len(gpus)} visible to this process")
+    if len(gpus) < need: out.append(f"{need} GPUs needed (processes per node of {', '.join(sorted(configs))}), {len(gpus)} visible to this process")
     if gpus and gib > min(gpus): out.append(f"about {gib} GB per GPU planned (the largest training), the smallest GPU here has {min(gpus):.1f}")
     wants = {'deepspeed': any(c['distributed_type'] == 'DEEPSPEED' for c in configs.values()),
              'vllm': any(generation_kind(a) == 'vllm' for a in configs) or any(t.startswith('vllm:') for p in raw for t in _strings(p))}
