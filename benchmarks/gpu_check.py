@@ -4,6 +4,13 @@ Runs in ~9 minutes on one H200 with no registry access (`scripts/gpu_check.sh`, 
 first), on random-weight models built from a config and tokenizer files (nothing is downloaded):
   versions           python, torch, CUDA, GPU and the packages the steps use;
   models             a 4-layer random model of SmolLM2-135M's shape (its config and tokenizer) for the training steps;
+  zero3_memory       one Multi-Turn DPO step launched through configs/accelerate/deepspeed_zero3.yaml (one process) on a
+                     4-layer model of Llama-3.1-8B's width, a pair of 2 x 8192 tokens: the wrapped ZeRO-3 `policy_logprobs`,
+                     trainable weights, Adam and the sharded reference; the GPU's peak use (sampled from this process)
+                     beside the plan's total and loading peak for the same layout;
+  candidates         `sample_candidates` one engine call per state against `states_per_call` states at once, on the same
+                     4-layer model: with vLLM when it imports (and the memory `close()` hands back), else the transformers
+                     backend (whose per-state path is the only one: it times one batched `generate` instead);
   zero3_critic_full  `accelerate launch` through configs/accelerate/deepspeed_zero3.yaml with one process: the critic
                      fully fine-tuned for 3 steps, then resumed from its checkpoint to 5, the saved weights reloaded;
   zero3_critic_lora  the LoRA critic, 2 steps (fp32 adapters on a bf16 base, non-reentrant checkpointing: C8);
@@ -29,8 +36,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCELERATE = ROOT / 'configs' / 'accelerate'
-STEPS = ('versions', 'models', 'zero3_critic_full', 'zero3_critic_lora', 'zero3_sweet', 'zero3_mtdpo', 'zero3_rft',
-         'fsdp_critic', 'memory_probe', 'decode')
+STEPS = ('versions', 'models', 'zero3_memory', 'candidates', 'zero3_critic_full', 'zero3_critic_lora', 'zero3_sweet', 'zero3_mtdpo',
+         'zero3_rft', 'fsdp_critic', 'memory_probe', 'decode')  # the steps the last GPU record lacks first: a 9-minute limit cuts the end
 PACKAGES = ('torch', 'transformers', 'accelerate', 'peft', 'trl', 'datasets', 'deepspeed', 'vllm', 'safetensors', 'tokenizers')
 LLAMA_8B = {'architectures': ['LlamaForCausalLM'], 'model_type': 'llama', 'vocab_size': 128256, 'hidden_size': 4096,
             'intermediate_size': 14336, 'num_hidden_layers': 32, 'num_attention_heads': 32, 'num_key_value_heads': 8,
@@ -38,6 +45,7 @@ LLAMA_8B = {'architectures': ['LlamaForCausalLM'], 'model_type': 'llama', 'vocab
 TINY = {'num_hidden_layers': 2, 'hidden_size': 64, 'intermediate_size': 128, 'num_attention_heads': 4, 'num_key_value_heads': 2,
         'head_dim': 16}  # tests/conftest.py's `tiny_lm`
 TOKENIZER_FILES = ('tokenizer', 'special_tokens', 'chat_template', 'generation_config')  # file name prefixes copied with a model
+WIDTH = ('hidden_size', 'intermediate_size', 'num_attention_heads', 'num_key_value_heads')
 
 
 @dataclasses.dataclass
@@ -57,12 +65,18 @@ class Shapes:
     critic_sittings:tuple=(3, 5) # the full fine-tuned critic's launches: steps at the end of each (the second resumes)
     actor_steps:int=2
     step_timeout_s:int=150 # one launched stage (or probe) at most
+    wide_layers:int=4 # layers of the 8B-width model of `zero3_memory` and `candidates` (the tokenizer's vocabulary)
+    wide_overrides:dict=dataclasses.field(default_factory=lambda: {**{k: LLAMA_8B[k] for k in WIDTH}, 'head_dim': 128}) # its width
+    candidate_states:int=16 # states of `candidates`
+    candidate_n:int=16 # candidates per state
+    candidate_tokens:int=256 # new tokens per candidate at most
 
 GPU = Shapes()
 DRY = Shapes(train_layers=2, train_overrides={k: v for k, v in TINY.items() if k != 'num_hidden_layers'},
              probe_config={**LLAMA_8B, **TINY, 'vocab_size': 4096}, probe_tokens=384, decode_config={**LLAMA_8B, **TINY, 'vocab_size': 49152},
              decode_layers=2, decode_prompt_tokens=64, decode_new_tokens=8, decode_prompts=4, decode_batches=(2, 4), critic_sittings=(1, 2),
-             actor_steps=1, step_timeout_s=120)
+             actor_steps=1, step_timeout_s=120, wide_layers=2, wide_overrides={k: v for k, v in TINY.items() if k != 'num_hidden_layers'},
+             candidate_states=4, candidate_n=4, candidate_tokens=8)
 # the shares of the paper's candidate sampling (S1): offline states x candidates x new tokens at most
 CANDIDATE_STATES, CANDIDATES, CANDIDATE_TOKENS = 7000, 16, 1024
 
@@ -99,6 +113,7 @@ class Context:
         self.work = Path(args.work or tempfile.mkdtemp(prefix='gpu_check_'))
         self.tokenizer = Path(args.tokenizer) if args.tokenizer else default_tokenizer_dir()
         self.train_model = None  # folder of the random training model (step `models`)
+        self.wide_model = None  # folder of the 8B-width model (steps `zero3_memory`, `candidates`)
 
 
 def default_tokenizer_dir() -> Path:
@@ -389,6 +404,100 @@ def step_decode(ctx:Context) -> dict:
     return res
 
 
+def wide_model(ctx:Context) -> Path:
+    "The random model of Llama-3.1-8B's width with `wide_layers` layers and the tokenizer's vocabulary, made once."
+    if ctx.wide_model is None:
+        s = ctx.shapes
+        ctx.wide_model = random_model(ctx.tokenizer, ctx.work / 'wide_model', s.wide_layers, s.wide_overrides)
+    return ctx.wide_model
+
+
+def long_pair_rows(tokenizer_dir:Path, tokens:int) -> list[dict]:
+    "One Multi-Turn DPO row whose two conversations are each a little under `tokens` tokens."
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    ids = tok(' '.join(f'item{i}' for i in range(tokens)), add_special_tokens=False)['input_ids'][:tokens - 64]
+    user = [{'role': 'user', 'content': tok.decode(ids)}]
+    return [{'chosen': user + [{'role': 'assistant', 'content': 'Here is the function you asked for.'}],
+             'rejected': user + [{'role': 'assistant', 'content': 'No.'}]}]
+
+
+def step_zero3_memory(ctx:Context) -> dict:
+    "One MT-DPO step through the wrapped ZeRO-3 path, trainable weights and Adam, at 2 x probe_tokens: peak use against the plan."
+    from sweet_rl.base.core import write_jsonl
+    from sweet_rl.methods.actor import ActorConfig
+    from sweet_rl.runs.launch import estimate_memory, model_facts, training_layout
+    s, GiB = ctx.shapes, 2 ** 30
+    model = wide_model(ctx)
+    config = ActorConfig(model=str(model), method='mtdpo', lora=False, dtype='float32' if ctx.dry else 'auto', lr=1e-6, batch_size=1,
+                         grad_accum=1, warmup_ratio=0.0, max_length=s.probe_tokens, gradient_checkpointing=True, save_steps=1000,
+                         save_minutes=None, save_total_limit=1, logging_steps=1)
+    config.save(ctx.work / 'zero3_memory.json'); write_jsonl(ctx.work / 'zero3_memory.jsonl', long_pair_rows(ctx.tokenizer, s.probe_tokens))
+    facts = model_facts(str(model))
+    layout = training_layout('actor', config, {'distributed_type': 'DEEPSPEED', 'zero_stage': 3, 'processes': 1}, facts)
+    plan = estimate_memory(facts, layout)
+    cmd = launch_command(ctx, 'actor', ctx.work / 'zero3_memory.json', ctx.work / 'zero3_memory.jsonl', ctx.work / 'zero3_memory', 1,
+                         'deepspeed_zero3.yaml')
+    if ctx.device == 'cuda':  # the launched process's use, seen device-wide from here (its CUDA context and allocator cache included)
+        free_now = lambda: torch.cuda.mem_get_info()[0]
+        base, low, done = free_now(), [free_now()], threading.Event()
+        def watch():
+            while not done.is_set(): low[0] = min(low[0], free_now()); time.sleep(0.05)
+        t = threading.Thread(target=watch, daemon=True); t.start()
+        try: res = run_launch(ctx, cmd, ctx.work / 'zero3_memory')
+        finally: done.set(); t.join()
+        peak, measured = base - low[0], 'GPU memory in use (device-wide, sampled every 50 ms) above the start'
+    else:
+        box = {}
+        peak, secs = peak_bytes(lambda: box.update(run_launch(ctx, cmd, ctx.work / 'zero3_memory')), 'cpu')
+        res, measured = box, 'resident memory of this process (dry: one CPU process, float32, no engine)'
+    losses = logged_losses(ctx.work / 'zero3_memory')
+    assert losses and all(math.isfinite(l) for l in losses), f"losses {losses}"
+    return {**res, 'command': ' '.join(cmd[1:]), 'parameters': facts['parameters'], 'tokens': [2, s.probe_tokens], 'losses': losses,
+            'measured': measured, 'peak_gib': round(peak / GiB, 2), 'planned_gib': plan,
+            'peak_over_planned_total': round(peak / GiB / plan['total'], 3), 'peak_over_planned_loading': round(peak / GiB / plan['loading'], 3)}
+
+
+def step_candidates(ctx:Context) -> dict:
+    "Per-state against batched `sample_candidates` on the 8B-width model: vLLM when it imports, else the transformers backend."
+    import importlib.util
+    from sweet_rl.base.models import SamplingParams, TransformersBackend
+    from sweet_rl.methods.actor import CandidateConfig, sample_candidates
+    s, model = ctx.shapes, wide_model(ctx)
+    turns = [{'id': f'state{i}', 'task': {}, 'history': [],
+              'prompt': [{'role': 'user', 'content': f"Task {i}: write a Python function that sorts a list of {i + 3} numbers."}]}
+             for i in range(s.candidate_states)]
+    cfg = lambda k: CandidateConfig(n_candidates=s.candidate_n, max_new_tokens=s.candidate_tokens, temperature=1.0, states_per_call=k)
+    res = {'states': s.candidate_states, 'candidates': s.candidate_n, 'max_new_tokens': s.candidate_tokens}
+    def timed(fn):
+        t0 = time.perf_counter(); out = fn()
+        if ctx.device == 'cuda': torch.cuda.synchronize()
+        return out, round(time.perf_counter() - t0, 2)
+    if ctx.device == 'cuda' and importlib.util.find_spec('vllm') is not None:
+        from sweet_rl.base.models import VLLMBackend
+        before = torch.cuda.mem_get_info()[0]
+        engine = VLLMBackend(str(model), gpu_memory_utilization=0.5, max_model_len=4096, enforce_eager=True)
+        res['backend'] = 'vllm'
+        one, res['per_state_s'] = timed(lambda: sample_candidates(engine, turns, cfg(1), progress=False))
+        many, res['batched_s'] = timed(lambda: sample_candidates(engine, turns, cfg(s.candidate_states), progress=False))
+        pairs = [(a, b) for r1, r2 in zip(one, many) for a, b in zip(r1['candidates'], r2['candidates'])]
+        res['identical_share'] = round(sum(a == b for a, b in pairs) / len(pairs), 3)  # seeded per request; batch-dependent rounding may differ
+        held = torch.cuda.mem_get_info()[0]
+        engine.close()
+        res['close_gib'] = {'taken': round((before - held) / 2 ** 30, 2), 'left_after_close': round((before - torch.cuda.mem_get_info()[0]) / 2 ** 30, 2)}
+    else:
+        res['backend'] = 'transformers' + ('' if ctx.dry else ' (vllm does not import here)')
+        backend = TransformersBackend(str(model), batch_size=s.candidate_n, device=ctx.device)
+        _, res['per_state_s'] = timed(lambda: sample_candidates(backend, turns, cfg(1), progress=False))
+        backend.batch_size = s.candidate_n * 4
+        params = SamplingParams(max_new_tokens=s.candidate_tokens, temperature=1.0, seed=0)
+        _, res['batched_s'] = timed(lambda: backend.generate([t['prompt'] for t in turns for _ in range(s.candidate_n)], params))
+        res['batched_is'] = f"one generate of every state's candidates at batch {backend.batch_size} (other draws than per state)"
+        del backend
+    res['speedup'] = round(res['per_state_s'] / res['batched_s'], 2)
+    return res
+
+
 def run(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--dry', action='store_true', help='the same steps on the CPU at tiny shapes, in this process')
@@ -411,7 +520,7 @@ def run(argv=None) -> dict:
         rec.step(name, status='running')
         t0 = time.perf_counter()
         try:
-            with time_limit(ctx.shapes.step_timeout_s * (2 if name.endswith('full') else 1)): out = globals()[f'step_{name}'](ctx)
+            with time_limit(ctx.shapes.step_timeout_s * (2 if name.endswith('full') or name == 'candidates' else 1)): out = globals()[f'step_{name}'](ctx)
             rec.step(name, **{'status': 'ok', **out, 'seconds': round(time.perf_counter() - t0, 1)})
         except Skipped as e: rec.step(name, status='skipped', reason=str(e))
         except BaseException as e:

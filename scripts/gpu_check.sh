@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # One-GPU check of the paper-scale path (benchmarks/gpu_check.py): ~9 minutes on one H200, no registry access there.
 #
-#   scripts/gpu_check.sh prepare     # on a connected machine: gpucheck/ (ignored by git) with the tokenizer and wheels, < 15 MB
+#   scripts/gpu_check.sh prepare     # on a connected machine: gpucheck/ (ignored by git) with the tokenizer and wheels, 30 MB
 #   scripts/gpu_check.sh [run] [ARGS]  # on the GPU machine, with gpucheck/ carried beside the working tree
 #                                      (set GPU_CHECK_COMMIT to the commit sent: a copied .git there may be stale)
 #   scripts/gpu_check.sh dry [ARGS]  # the same steps on the CPU at tiny shapes (what tests/test_gpu_check.py runs)
 #
-# `run` installs each carried wheel whose distribution is not installed into a temporary folder (nothing installed is
-# replaced), sets the Hugging Face libraries offline, and runs benchmarks/gpu_check.py under a 9-minute limit; the
+# `run` installs into a temporary folder each carried wheel whose distribution is not installed, and each of sweet_rl's
+# pins (PINNED) whose installed version differs, ahead of the machine's on PYTHONPATH (nothing installed is replaced:
+# the last record ran transformers 5.17.0 against the pinned 5.23.0); it sets the Hugging Face libraries offline, and runs benchmarks/gpu_check.py under a 9-minute limit; the
 # record, written step by step, is benchmarks/results/gpu_check_h200.json (also copied into $OUT when that is set).
 # ARGS go to benchmarks/gpu_check.py, e.g. `--steps memory_probe,decode` to rerun two steps.
-# vLLM is not part of it (its wheels are 1.5 GB): tests/test_vllm.py needs a GPU node with registry access.
+# vLLM is not carried (its wheels are 1.5 GB): the `candidates` step uses it when the machine has it, else transformers;
+# tests/test_vllm.py needs a GPU node with registry access.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}
@@ -21,6 +23,8 @@ WHEELS="trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 xxhash==4.
 ninja==1.13.2 py-cpuinfo==9.0.0 pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5
 einops==0.8.2 psutil==7.2.2"  # the versions of tests/fixtures/gpu_node_py312.inspect.json
 DEEPSPEED=deepspeed==0.19.8
+# sweet_rl's own pins (settings.ini) that a GPU image may hold at other versions, and the hub version transformers needs
+PINNED="transformers==5.23.0 peft==0.21.2 tokenizers==0.23.3 huggingface-hub==2.4.0"
 mode=${1:-run}; [ $# -gt 0 ] && shift
 
 case "$mode" in
@@ -36,9 +40,9 @@ for f in src.iterdir():
         shutil.copy(f, Path(sys.argv[1]) / f.name)
 EOF
   # the machine's Python (3.12) and glibc wheels; pure-Python wheels where there are any
-  "$PY" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 \
-    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
-    -d "$CHECK/wheels" $WHEELS
+  "$PY" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --abi abi3 \
+    --abi none --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
+    -d "$CHECK/wheels" $WHEELS $PINNED
   DS_BUILD_OPS=0 "$PY" -m pip wheel --quiet --no-deps --no-build-isolation -w "$CHECK/wheels" "$DEEPSPEED"
   du -sh "$CHECK"; ls "$CHECK/wheels"
   ;;
@@ -48,14 +52,18 @@ dry)
 run)
   [ -d "$CHECK/wheels" ] || { echo "no $CHECK/wheels: run 'scripts/gpu_check.sh prepare' on a connected machine and carry $CHECK/" >&2; exit 2; }
   site=$(mktemp -d); carried=(); trap 'rm -rf "$site"' EXIT
+  norm() { echo "$1" | tr 'A-Z-' 'a-z_'; }
   for whl in "$CHECK"/wheels/*.whl; do
-    name=$(basename "$whl" | cut -d- -f1)
-    if ! "$PY" -c "import importlib.metadata as m, sys; m.version(sys.argv[1])" "$name" 2>/dev/null; then
+    name=$(basename "$whl" | cut -d- -f1); version=$(basename "$whl" | cut -d- -f2)
+    installed=$("$PY" -c "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))" "$name" 2>/dev/null || true)
+    pinned=""; for p in $PINNED; do [ "$(norm "${p%%==*}")" = "$(norm "$name")" ] && pinned=1; done
+    if [ -z "$installed" ] || { [ -n "$pinned" ] && [ "$installed" != "$version" ]; }; then
       "$PY" -m pip install --quiet --no-index --no-deps --target "$site" "$whl" 2>/dev/null || "$PY" -m zipfile -e "$whl" "$site"
-      carried+=("$name")
+      carried+=("$name==$version${installed:+(over $installed)}")
     fi
   done
   export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}" GPU_CHECK_CARRIED="${carried[*]:-}"
+  echo "[gpu_check] carried wheels installed: ${carried[*]:-none}" >&2
   export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PIP_NO_INDEX=1
   record=benchmarks/results/gpu_check_h200.json
   rc=0; timeout --kill-after=10 540 "$PY" benchmarks/gpu_check.py --json "$record" --tokenizer "$CHECK/tokenizer" "$@" || rc=$?

@@ -45,6 +45,11 @@ def test_dry_run_records_every_step(gpu_check, tmp_path):
     dec = steps['decode']
     assert all(dec[f'batch_{b}']['tokens_per_s'] > 0 for b in gpu_check.DRY.decode_batches)
     assert dec['candidate_hours_one_gpu']['hours_at_best_rate'] > 0
+    mem = steps['zero3_memory']  # the wrapped ZeRO-3 path with Adam, beside the plan's total and loading peak
+    assert 'deepspeed_zero3.yaml --num_processes 1 -m sweet_rl.runs.launch actor' in mem['command'] and mem['tokens'] == [2, gpu_check.DRY.probe_tokens]
+    assert mem['planned_gib']['optimizer'] > 0 and mem['peak_over_planned_total'] > 0 and all(math.isfinite(l) for l in mem['losses'])
+    cand = steps['candidates']  # per state against batched (transformers here: vLLM does not run on a CPU)
+    assert cand['backend'] == 'transformers' and cand['per_state_s'] > 0 and cand['batched_s'] > 0
 
 
 def test_a_failed_step_is_recorded_and_the_next_still_runs(gpu_check, tmp_path):
