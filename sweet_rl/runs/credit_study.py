@@ -336,8 +336,14 @@ def study_grid(configs:Sequence[TestbedCreditConfig], # the runs, each in `out_d
         if r.returncode:
             d.mkdir(parents=True, exist_ok=True); atomic_write_text(d / 'error.txt', r.stdout[-5000:] + r.stderr[-20000:])
             raise RuntimeError(f"credit run {d.name} failed; its output: {d / 'error.txt'}\n{r.stderr[-2000:]}")
-    if todo: one(todo[0])  # alone: it trains the shared backbone the others then read
-    with ThreadPoolExecutor(max(1, jobs)) as pool: list(pool.map(one, todo[1:]))
+    shared = {}  # what runs share, made first in this process with every thread: the micro backbones and the pairs
+    for c, _ in todo:
+        if c.backbone == 'micro' and (c.scorer in TRAINED or c.scorer == 'privileged'):
+            mc = MicroConfig(n_train=c.n_train, data_seed=c.data_seed, steps=c.micro_steps)
+            shared.setdefault(json.dumps(mc.to_dict(), sort_keys=True), lambda mc=mc: micro_backbone(mc, out_dir / 'runs', progress))
+        shared.setdefault(json.dumps([c.construction, c.n_train, c.n_pairs, c.data_seed, c.paraphrase]), lambda c=c: shared_pairs(c, out_dir / 'runs'))
+    for make in shared.values(): make()
+    with ThreadPoolExecutor(max(1, jobs)) as pool: list(pool.map(one, todo))
     bar.close()
     return [json.loads((d / 'metrics.json').read_text()) for d in folders]
 
