@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The main command: set-up, then nbs/quickstart.ipynb at its defaults. On the clarify environment, SWEET-RL critics
-# with and without training-time information and a value head, trained alike on scripted episodes, rank two questions
-# at the first turn of held-out tasks where only the hidden reference says which one matters (info-gated pairs); it
-# prints their accuracy with 95% intervals next to a training-free privileged scorer and chance, the same read against
-# each family's all-default twin (does a score move with the reference at all?), and one held-out state.
-# Output: runs/smoke/ (summary.md, episode.txt, quickstart.png, metrics.json, the executed notebook, the critics).
+# The main command: set-up, then nbs/quickstart.ipynb at its defaults. On the credit testbed (nbs/16_testbed.ipynb), a
+# positive control (SWEET's critic reading the hidden slot values as a list), SWEET's critic with the reference code and
+# without it, and a logistic baseline are trained alike, over several seeds, on pairs whose contrast is which question
+# matters; at the first turn of 114 held-out tasks, only the hidden information says which of two questions that is.
+# It prints each scorer's accuracy per seed with 95% intervals, the plan's verdict, P(A beats B) and one held-out state.
+# Output: runs/smoke/ (summary.md, episode.txt, quickstart.png, metrics.json, the executed notebook, every run's files).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
