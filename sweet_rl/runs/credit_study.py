@@ -365,7 +365,7 @@ def study_summary(runs:Sequence[dict], split:str='test') -> list[dict]:
         need = SEEDS_NEEDED.get(len(rs))
         out.append({'config': dict(key), 'scorer': rs[0]['config']['scorer'], 'seeds': [r['config']['seed'] for r in rs],
                     'means': [g['mean'] for g in ig], 'cis': [g['ci'] for g in ig], 'mean': statistics.fmean(g['mean'] for g in ig),
-                    'clear': clear, 'separates': None if need is None else clear >= need,
+                    'clear': clear, 'need': need, 'separates': None if need is None else clear >= need,
                     'per_task': {r['config']['seed']: r[split]['per_task']['info_gated'] for r in rs},
                     'seconds': statistics.fmean(sum(r['seconds'].values()) for r in rs)})
     return out
@@ -376,7 +376,8 @@ def study_table(out_dir, split:str='test') -> str:
     if not rows: return f"no finished run under {out_dir}"
     varies = sorted({k for r in rows for k in r['config'] if len({str(x['config'].get(k)) for x in rows}) > 1} - {'scorer'})
     name = lambda r: r['scorer'] + ''.join(f" {k}={r['config'][k]}" for k in varies)
-    verdict = lambda r: 'yes' if r['separates'] else 'no' if r['separates'] is False else f"({len(r['seeds'])} seeds: the rule needs 3 or 10)"
+    verdict = lambda r: (f"{'yes' if r['separates'] else 'no'} ({r['need']} of {len(r['seeds'])} needed)" if r['need']
+                         else f"({len(r['seeds'])} seeds: the rule needs 3 or 10)")
     lines = [f"Info-gated accuracy, {split} set: mean over seeds; per seed the mean and its 95% interval", '',
              '| setting | seeds | mean | seeds clearing 0.5 | separates | per seed | s per run |', '|---|---|---|---|---|---|---|']
     for r in sorted(rows, key=name):
