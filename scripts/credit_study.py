@@ -7,9 +7,10 @@ Each run is `testbed_credit_run(TestbedCreditConfig(scorer=..., seed=..., **set)
 into OUT/<scorer>-<construction>-s<seed> (`study_grid`); a finished folder is skipped, so an interrupted grid resumes
 where it stopped. The micro backbone is trained once, under OUT/runs. One setting per OUT folder.
 """
-import argparse, time
+import argparse, json, time
 from pathlib import Path
 
+from sweet_rl.base.core import run_cli
 from sweet_rl.runs.credit_study import TestbedCreditConfig, study_grid, study_table
 
 def seeds(spec:str) -> list[int]:
@@ -21,14 +22,11 @@ def seeds(spec:str) -> list[int]:
     return out
 
 def value(text:str):
-    "A --set value as the config field's type would read it: true/false, an int, a float, else the text."
-    if text.lower() in ('true', 'false'): return text.lower() == 'true'
-    for cast in (int, float):
-        try: return cast(text)
-        except ValueError: pass
-    return text
+    "A --set value as JSON reads it (true, 250, 1e-3), else the text itself; the config then checks its type."
+    try: return json.loads(text)
+    except json.JSONDecodeError: return text
 
-if __name__ == '__main__':
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('out', type=Path)
     ap.add_argument('--scorers', default='control')
@@ -36,11 +34,14 @@ if __name__ == '__main__':
     ap.add_argument('--set', nargs='*', default=[], metavar='FIELD=VALUE', help='TestbedCreditConfig fields for every run')
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--summary', action='store_true', help='print the table of the finished runs and exit')
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if not a.summary:
         fields = {k: value(v) for k, v in (kv.split('=', 1) for kv in a.set)}
-        configs = [TestbedCreditConfig(scorer=s, seed=n, **fields) for s in a.scorers.split(',') for n in seeds(a.seeds)]
+        configs = [TestbedCreditConfig.from_dict({**fields, 'scorer': s, 'seed': n}, source='--set') for s in a.scorers.split(',') for n in seeds(a.seeds)]
         t0 = time.time()
         study_grid(configs, a.out, jobs=a.jobs)
         print(f"{len(configs)} runs in {a.out}, {time.time() - t0:.0f} s this call")
     print(study_table(a.out))
+
+if __name__ == '__main__':
+    run_cli(main)

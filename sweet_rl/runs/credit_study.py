@@ -324,7 +324,7 @@ def study_grid(configs:Sequence[TestbedCreditConfig], # the runs, each in `out_d
     folders = [out_dir / run_folder(c) for c in configs]
     if len(set(folders)) < len(folders): raise ValueError("study_grid: two runs share a folder (same scorer, construction and seed); give each setting its own out_dir")
     for c, d in zip(configs, folders):  # a finished folder of another setting is not this run: refuse rather than mix them
-        if (d / 'params.json').exists() and TestbedCreditConfig(**json.loads((d / 'params.json').read_text())) != c:
+        if (d / 'params.json').exists() and TestbedCreditConfig.load(d / 'params.json') != c:
             raise ValueError(f"{d}: holds a run of other settings ({d / 'params.json'}); use another out_dir")
     todo = [(c, d) for c, d in zip(configs, folders) if not (d / 'metrics.json').exists()]
     env = {**os.environ, 'OMP_NUM_THREADS': os.environ.get('OMP_NUM_THREADS', '1')}
