@@ -439,8 +439,8 @@ def _z_dumps(value):
     return buf.getvalue()
 
 # %% ../../nbs/03_sandbox.ipynb #1d8b2c60
-def _z_job_child(job, cfg, work):
-    "Body of the forked job process: limits, then the answer's code and calls; never returns."
+def _z_job_child(cfg, work):
+    "Body of a job process forked ahead of its job: limits, then it reads its job on fd 0, then the answer's code and calls; never returns."
     me = os.getpid()
     def send(kind, index, payload=b''):
         if os.getpid() != me: os._exit(1)  # a fork of the job does not report
@@ -460,6 +460,11 @@ def _z_job_child(job, cfg, work):
     for lim, v in ((R.RLIMIT_CORE, 0), (R.RLIMIT_FSIZE, cfg['max_file_mb'] << 20), (R.RLIMIT_NPROC, nproc),
                    (R.RLIMIT_NOFILE, cfg['max_open_files']), (R.RLIMIT_AS, cfg['memory_mb'] << 20)):
         R.setrlimit(lim, (v, v))
+    parts = []  # the job: everything the server writes before closing the pipe
+    while (part := os.read(0, 1 << 16)): parts.append(part)
+    if not parts: os._exit(0)  # the worker is closing: no job came
+    job = pickle.loads(b''.join(parts))
+    null = os.open('/dev/null', os.O_RDONLY); os.dup2(null, 0); os.close(null)
     cpu, calls = job['cpu_seconds'], job['calls']
     used = lambda: sum(R.getrusage(R.RUSAGE_SELF)[:2])
     hard = int(used()) + cpu * (len(calls) + 1) + 2
@@ -509,21 +514,30 @@ def _z_wipe(path):
     except OSError: return False
 
 # %% ../../nbs/03_sandbox.ipynb #1da23478
-def _z_run_job(job, cfg):
-    "Fork a job process, supervise it, clean up after it; return the frames and how it ended."
+def _z_spawn(cfg):
+    "Fork the next job process ahead of its job: it prepares its limits while the host is busy, then waits on fd 0."
     work = cfg['job_dir']
     if not os.path.isdir(work): os.mkdir(work, 0o700)
-    res_r, res_w = os.pipe(); out_r, out_w = os.pipe()
+    job_r, job_w = os.pipe(); res_r, res_w = os.pipe(); out_r, out_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.setsid()  # a process group of its own: `killpg(0)` reaches only the job's processes
-            null = os.open('/dev/null', os.O_RDONLY)
-            for src, dst in ((null, 0), (out_w, 1), (out_w, 2), (res_w, 3)): os.dup2(src, dst)
+            for src, dst in ((job_r, 0), (out_w, 1), (out_w, 2), (res_w, 3)): os.dup2(src, dst)
             os.closerange(4, 1 << 16)
-            _z_job_child(job, cfg, work)
+            _z_job_child(cfg, work)
         finally: os._exit(70)
-    os.close(res_w); os.close(out_w)
+    os.close(job_r); os.close(res_w); os.close(out_w)
+    return pid, job_w, res_r, out_r
+
+def _z_run_job(job, cfg, spawned):
+    "Hand a job to the waiting job process, supervise it, clean up after it; send the reply (the frames and how it ended)."
+    pid, job_w, res_r, out_r = spawned
+    try:
+        data = pickle.dumps(job)
+        while data: data = data[os.write(job_w, data):]
+    except OSError: pass  # the job process is gone: reported as a crash below
+    os.close(job_w)
     hdr, cap, kinds = struct.calcsize(FRAME_HEADER), cfg['max_output_bytes'], (K_SETUP, K_OK, K_ERROR, K_DONE)
     frames, buf, out, out_total, expected = [], b'', bytearray(), 0, -1
     status, detail, live = 'crash', '', [res_r, out_r]
@@ -550,6 +564,12 @@ def _z_run_job(job, cfg):
                 frames.append((kind, idx, payload)); expected += 1
                 deadline = time.monotonic() + job['timeout']
                 if kind == K_ERROR and idx == -1: status = 'done'  # loading failed: nothing more to run
+    reply = {'frames': frames, 'status': status, 'detail': detail, 'output': out, 'output_bytes': out_total, 'clean': True}
+    early = status == 'done'  # the answer finished: the reply goes out first, the clean-up runs while the host reads it
+    if early:
+        while select.select([out_r], [], [], 0)[0] and (data := os.read(out_r, 1 << 16)):  # printed before it finished
+            out += data[:max(0, cap - len(out))]; reply['output_bytes'] += len(data)
+        reply['output'] = bytes(out); _z_send_msg(1, reply)
     try: os.kill(-1, signal.SIGKILL)  # everything in this PID namespace except the worker itself
     except ProcessLookupError: pass
     job_status = None
@@ -557,15 +577,18 @@ def _z_run_job(job, cfg):
         try: p, st = os.waitpid(-1, 0)
         except ChildProcessError: break
         if p == pid: job_status = st
-    while status != 'output_limit' and (data := os.read(out_r, 1 << 16)):
-        out += data[:max(0, cap - len(out))]; out_total += len(data)
+    while not early and status != 'output_limit' and (data := os.read(out_r, 1 << 16)):
+        out += data[:max(0, cap - len(out))]; reply['output_bytes'] += len(data)
     os.close(res_r); os.close(out_r)
+    clean = _z_tidy(cfg) and [d for d in os.listdir('/proc') if d.isdigit()] == ['1']
+    if early:
+        if not clean: os._exit(1)  # leftovers: this worker serves no further job (the host starts a fresh one)
+        return
     if status == 'crash':
-        detail, cpu_timeout = _z_exit_text(job_status)
-        if cpu_timeout: status, detail = 'timeout', f"CPU limit of {job['cpu_seconds']} s"
-    alone = [d for d in os.listdir('/proc') if d.isdigit()] == ['1']
-    return {'frames': frames, 'status': status, 'detail': detail, 'output': bytes(out), 'output_bytes': out_total,
-            'clean': _z_tidy(cfg) and alone}
+        reply['detail'], cpu_timeout = _z_exit_text(job_status)
+        if cpu_timeout: reply['status'], reply['detail'] = 'timeout', f"CPU limit of {job['cpu_seconds']} s"
+    reply.update(output=bytes(out), clean=clean)
+    _z_send_msg(1, reply)
 
 # %% ../../nbs/03_sandbox.ipynb #2a904477
 def _z_tidy(cfg):
@@ -636,7 +659,10 @@ def _z_serve():
         _z_send_msg(1, {'error': f'{type(e).__name__}: {e}'}); return
     _z_send_msg(1, {'ready': True, 'report': report})
     gc.freeze()  # jobs' garbage collections then leave the server's objects (and their shared pages) alone
-    while (msg := _z_read_msg(0)) is not None: _z_send_msg(1, _z_run_job(pickle.loads(msg), cfg))
+    spawned = _z_spawn(cfg)
+    while (msg := _z_read_msg(0)) is not None:
+        _z_run_job(pickle.loads(msg), cfg, spawned)  # it sends the reply
+        spawned = _z_spawn(cfg)  # the next job's process prepares while the host reads this reply
 
 # %% ../../nbs/03_sandbox.ipynb #33526d89
 _SETUP_FUNCS = [_z_send_msg, _z_read_exact, _z_read_msg, _z_libc, _z_mount, _z_mountpoints, _z_remount_readonly,
@@ -644,7 +670,7 @@ _SETUP_FUNCS = [_z_send_msg, _z_read_exact, _z_read_msg, _z_libc, _z_mount, _z_m
                 _z_report, _z_seccomp, _z_main]
 
 _SERVER_FUNCS = [_z_send_msg, _z_read_exact, _z_read_msg, _z_describe, _z_dumps, _z_job_child, _z_exit_text, _z_wipe,
-                 _z_run_job, _z_tidy, _z_serve]
+                 _z_spawn, _z_run_job, _z_tidy, _z_serve]
 
 def _program(imports:str, funcs:list, entry:str) -> str:
     "Source of a standalone program: `import` line, shared constants, the functions' source, a call to `entry`."
@@ -790,7 +816,7 @@ def close(self:Sandbox):
 # %% ../../nbs/03_sandbox.ipynb #ef12be54
 @patch
 def pids(self:Sandbox) -> list:
-    "Host pids of the launcher and everything below it (for tests: two when idle, launcher and worker)."
+    "Host pids of the launcher and everything below it (launcher, worker, its job processes: one waiting for the next job when idle)."
     p = self._proc
     return [] if p is None or p.poll() is not None else [p.pid] + _descendants(p.pid)
 
