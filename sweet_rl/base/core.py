@@ -4,7 +4,7 @@
 
 # %% ../../nbs/00_core.ipynb #d3adc9b0
 from __future__ import annotations
-import difflib, fcntl, hashlib, importlib.metadata, json, os, platform, random, subprocess, sys, time, warnings
+import difflib, fcntl, gzip, hashlib, importlib.metadata, json, os, platform, random, subprocess, sys, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, asdict
 from pathlib import Path
@@ -16,9 +16,10 @@ from fastcore.docments import docments
 __all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'USER_ERRORS', 'LIVE_SUFFIX', 'MANIFEST_PACKAGES', 'LATER_PARAMS', 'RUN_REF',
            'cache_dir', 'seed_everything', 'ConfigError', 'expand_env', 'run_cli', 'register', 'Config',
            'atomic_write_text', 'write_progress', 'Busy', 'file_lock', 'lock_holder', 'stable_id', 'best_index',
-           'JsonlError', 'read_jsonl', 'write_jsonl', 'JsonlStore', 'git_state', 'device_info', 'run_manifest',
-           'write_manifest', 'run_params', 'run_identity', 'run_dir_for', 'start_run', 'resolve_run_output',
-           'output_entry', 'artifact_id', 'artifact_dir']
+           'JsonlError', 'gzip_bytes', 'stored_file', 'stored_files', 'read_stored', 'pack_file', 'read_jsonl',
+           'write_jsonl', 'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params',
+           'run_identity', 'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry', 'artifact_id',
+           'artifact_dir']
 
 # %% ../../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parents[1] if '__file__' in globals() else Path('../sweet_rl').resolve()  # the package, above base/
@@ -232,11 +233,39 @@ def best_index(scores:Sequence) -> int:
 class JsonlError(ValueError):
     "A JSONL file with a line that is not valid JSON (names the file and line)."
 
+# %% ../../nbs/00_core.ipynb #5da02178
+def gzip_bytes(data:bytes) -> bytes:
+    "`data` gzip-compressed with no file name and a zero time in the header: the same data always gives the same bytes."
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+def stored_file(path) -> Path|None:
+    "`path` when it is a file, else its compressed form `<name>.gz` when that is one, else None."
+    path = Path(path)
+    return next((p for p in (path, path.with_name(path.name + '.gz')) if p.is_file()), None)
+
+def stored_files(folder, pattern:str) -> list[Path]:
+    "The files of `folder` matching `pattern`, plain or compressed (`<name>.gz`), one per name (the plain one first), sorted by name."
+    found = {}
+    for p in sorted(Path(folder).glob(pattern)) + sorted(Path(folder).glob(pattern + '.gz')): found.setdefault(p.name.removesuffix('.gz'), p)
+    return [found[k] for k in sorted(found)]
+
+def read_stored(path) -> bytes:
+    "The bytes of `path`, or of its compressed form `<name>.gz` unpacked (a `.gz` file is always unpacked)."
+    found = stored_file(path)
+    if found is None: raise FileNotFoundError(f"{path}: no such file, nor {Path(path).name}.gz")
+    return gzip.decompress(found.read_bytes()) if found.name.endswith('.gz') else found.read_bytes()
+
+def pack_file(path) -> Path:
+    "Replace the file `path` by its compressed form `<name>.gz` (`gzip_bytes`, written atomically); return that."
+    path = Path(path); out = path.with_name(path.name + '.gz'); tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(gzip_bytes(path.read_bytes())); os.replace(tmp, out); path.unlink()
+    return out
+
 # %% ../../nbs/00_core.ipynb #7b213b5e
 def read_jsonl(path) -> Iterator[tuple[int, Any]]:
-    "Yield `(line_number, value)` for each non-blank line, failing with file and line on malformed JSON."
-    path = Path(path)
-    with open(path, encoding='utf-8') as f:
+    "Yield `(line_number, value)` for each non-blank line, failing with file and line on malformed JSON; `<name>.gz` read when only it exists."
+    path = stored_file(path) or Path(path)
+    with (gzip.open(path, 'rt', encoding='utf-8') if path.name.endswith('.gz') else open(path, encoding='utf-8')) as f:
         for n, line in enumerate(f, 1):
             if not line.strip(): continue
             try: yield n, json.loads(line)
@@ -256,6 +285,8 @@ class JsonlStore:
                 ):
         self.path, self.key = Path(path), key
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists() and stored_file(self.path):  # committed compressed (`<name>.gz`): resume from its records
+            atomic_write_text(self.path, read_stored(self.path).decode('utf-8'))
         self.repaired = self._repair()
         self._ids = {r[self.key] for r in self}
 

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..base.core import JsonlStore, atomic_write_text, best_index, read_jsonl, stable_id
+from ..base.core import JsonlStore, atomic_write_text, best_index, read_jsonl, read_stored, stable_id, stored_file, stored_files
 from ..base.data import ANSWER_MARK
 from ..base.render import win_rate
 
@@ -218,7 +218,7 @@ def _score_stores(runs_dir):
         critic_params = shared / 'critic' / store['critic'] / 'params.json'
         if not critic_params.is_file(): raise FileNotFoundError(f"{critic_params}: the settings of critic {store['critic']} (archive it with `pipeline archive`)")
         scored, lines = {}, params_path.parent / 'scores.jsonl'
-        for n, r in read_jsonl(lines) if lines.is_file() else ():  # a store made but not written yet: no states
+        for n, r in read_jsonl(lines) if stored_file(lines) else ():  # a store made but not written yet: no states
             if not (isinstance(r, dict) and 'record' in r and isinstance(r.get('scores'), list) and r['scores']):
                 raise ValueError(f"{lines}:{n}: needs 'record' and a non-empty 'scores' list")
             scored[r['record']] = r['scores']
@@ -254,7 +254,7 @@ def critic_answer_scores(runs_dir, # a runs folder or the archive (`results/runs
     rows = []
     for store_dir, store, critic, scored in _score_stores(runs_dir):
         cands = Path(runs_dir) / 'shared' / 'candidates' / store['candidates']
-        if not (cands / 'rewards.jsonl').is_file(): continue  # no test has judged these candidates (frontend, or not yet)
+        if not stored_file(cands / 'rewards.jsonl'): continue  # no test has judged these candidates (frontend, or not yet)
         rewards = {r['id']: r['rewards'] for _, r in read_jsonl(cands / 'rewards.jsonl')}
         records = [r for _, r in read_jsonl(cands / 'candidates.jsonl') if r['id'] in scored and r['id'] in rewards]
         if missing := sorted(set(scored) & set(rewards) - {r['id'] for r in records}):
@@ -283,8 +283,8 @@ def first_turn_scores(run_dirs:Sequence) -> dict:
         for k in SAMPLING_PARAMS:
             if k in params and sampling.setdefault(k, (params[k], d))[0] != params[k]:
                 raise ValueError(f"{d} and {sampling[k][1]} sample candidates differently ({k}: {params[k]!r} vs {sampling[k][0]!r}): their first turns are not the same candidates")
-        for path in sorted(d.glob('*-n*.jsonl')):
-            scorer, _, n = path.stem.rpartition('-n')
+        for path in stored_files(d, '*-n*.jsonl'):  # as committed under results/: `<scorer>-n<N>.jsonl.gz`
+            scorer, _, n = path.name.removesuffix('.gz').removesuffix('.jsonl').rpartition('-n')
             if not (scorer and n.isdigit()): continue
             if where.setdefault((scorer, int(n)), d) != d: raise ValueError(f"{scorer} at N = {n} is in two runs ({where[scorer, int(n)]} and {d}): pass one")
             got = out.setdefault((scorer, int(n)), {})
@@ -355,14 +355,14 @@ def execution_record(executed) -> dict|None:
     "`{started, seconds, completed}` of an executed notebook from papermill's metadata, or None when papermill did not run it."
     from datetime import datetime, timezone
     path = Path(executed)
-    try: pm = json.loads(path.read_text())['metadata']['papermill']
+    try: pm = json.loads(read_stored(path))['metadata']['papermill']  # committed under results/: `<name>.ipynb.gz`
     except (OSError, ValueError, KeyError, TypeError): return None
     started = pm.get('start_time')
     if pm.get('duration') is not None: return {'started': started, 'seconds': float(pm['duration']), 'completed': pm.get('exception') is not True}
     try: t0 = datetime.fromisoformat(started)
     except (TypeError, ValueError): return None
     if t0.tzinfo is None: t0 = t0.replace(tzinfo=timezone.utc)
-    end = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    end = datetime.fromtimestamp(stored_file(path).stat().st_mtime, timezone.utc)
     return {'started': started, 'seconds': max(0.0, (end - t0).total_seconds()), 'completed': False}
 
 # %% ../../nbs/30_evaluate.ipynb #9c27c09e
@@ -386,7 +386,7 @@ def run_wall_time(run_dir, notebook:str) -> tuple[float|None, bool]:
     "Seconds of wall time spent on a run over all its sittings, and whether every sitting is counted."
     run_dir = Path(run_dir)
     f, current = run_dir / SITTINGS, execution_record(run_dir / f'{notebook}.ipynb')
-    if not f.is_file(): return (None if current is None else current['seconds']), False
+    if not stored_file(f): return (None if current is None else current['seconds']), False
     recs = [r for _, r in read_jsonl(f)]
     if current is not None and all(r.get('started') != current['started'] for r in recs): recs.append(current)
     if not recs: return None, True

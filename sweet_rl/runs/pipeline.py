@@ -13,20 +13,21 @@ from typing import Sequence
 import pandas as pd
 import yaml
 
-from ..base.core import (LIVE_SUFFIX, REPO_ROOT, RUN_REF, Busy, ConfigError, atomic_write_text, run_cli, expand_env, file_lock, lock_holder, resolve_run_output,
+from ..base.core import (LIVE_SUFFIX, REPO_ROOT, RUN_REF, Busy, ConfigError, atomic_write_text, gzip_bytes, pack_file, read_stored, run_cli, expand_env, file_lock, lock_holder, resolve_run_output,
                            run_dir_for, run_identity, stable_id)
 from .evaluate import SITTINGS, load_run, note_sitting, run_rows, task_rows
 
 # %% auto #0
 __all__ = ['ROOT', 'NBS_DIR', 'STUDIES_DIR', 'RUNS_DIR', 'PAPER_NBS_DIR', 'RESULTS_DIR', 'FIGURES_DIR', 'ARCHIVE_DIR', 'SCALES',
            'LIB_DIRS', 'RUNNING', 'INTERIM', 'ARTIFACTS', 'STUDIES', 'RESULTS_PAGE', 'RESULTS_START', 'RESULTS_END',
-           'OPT_IN_STUDIES', 'ENV_VAR', 'WALL_TIME_ASSUMPTIONS', 'notebook_path', 'notebook_parameters', 'check_params',
-           'is_finished', 'system_library', 'kernel_allocator', 'preloaded', 'shared_root', 'heartbeat', 'run_notebook',
-           'Study', 'load_scales', 'run_reference', 'expand_study', 'missing_paths', 'run_study', 'interim_metrics',
-           'collect_study', 'render_artifacts', 'results_section', 'update_results_page', 'model_label', 'archive_runs',
-           'restore_runs', 'study_status', 'outdated_runs', 'outdated_note', 'plan_training', 'default_studies',
-           'raw_params', 'unset_variables', 'gpu_memory_gib', 'import_error', 'served_models', 'data_problems',
-           'cluster_problems', 'run_stages', 'wall_time_plan', 'check_setup', 'setup_summary', 'reproduce', 'main']
+           'PACKED', 'OPT_IN_STUDIES', 'ENV_VAR', 'WALL_TIME_ASSUMPTIONS', 'notebook_path', 'notebook_parameters',
+           'check_params', 'is_finished', 'system_library', 'kernel_allocator', 'preloaded', 'shared_root', 'heartbeat',
+           'run_notebook', 'Study', 'load_scales', 'run_reference', 'expand_study', 'missing_paths', 'run_study',
+           'interim_metrics', 'collect_study', 'render_artifacts', 'results_section', 'update_results_page',
+           'model_label', 'archive_runs', 'restore_runs', 'pack_results', 'study_status', 'outdated_runs',
+           'outdated_note', 'plan_training', 'default_studies', 'raw_params', 'unset_variables', 'gpu_memory_gib',
+           'import_error', 'served_models', 'data_problems', 'cluster_problems', 'run_stages', 'wall_time_plan',
+           'check_setup', 'setup_summary', 'reproduce', 'main']
 
 # %% ../../nbs/33_pipeline.ipynb #2a2325aa
 ROOT = REPO_ROOT or Path.cwd()
@@ -440,14 +441,16 @@ def _archivable(runs_dir:Path) -> list[tuple[Path, list[Path]]]:
                   + [(d, _portable(d)) for d in shared] + critics)
 
 # %% ../../nbs/33_pipeline.ipynb #e7fdcb20
+PACKED = ('.jsonl', '.ipynb')  # what `results/` keeps gzip-compressed (`<name>.gz`): per-episode logs and executed notebooks, nine tenths of its bytes as plain text
+
 def _packed(rel:Path) -> Path: return rel.with_name(rel.name + '.gz')
 
 # %% ../../nbs/33_pipeline.ipynb #fd58495f
 def archive_runs(runs_dir=None, archive_dir=None,
-                 max_bytes:int=5_000_000, # largest file kept; a larger JSONL store is kept gzip-compressed (`<name>.jsonl.gz`) if that fits
+                 max_bytes:int=5_000_000, # largest file kept, once compressed
                 ) -> list[Path]:
-    "Copy into `results/runs/` the small outputs of finished runs, the shared stores and the records started runs resume from; return the files written."
-    import gzip, shutil
+    "Copy into `results/runs/` the small outputs of finished runs, the shared stores and the records started runs resume from (`PACKED` compressed); return the files written."
+    import shutil
     runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
     out, too_big = [], []
     for d, files in _archivable(runs_dir):
@@ -455,38 +458,44 @@ def archive_runs(runs_dir=None, archive_dir=None,
             if not (d / gone.name).is_file(): gone.unlink()
         for f in files:
             rel, data = f.relative_to(runs_dir), f.read_bytes()
-            whole = not (f.suffix == '.jsonl' and not data.endswith(b'\n'))
-            if not whole: data = data[:data.rfind(b'\n') + 1]  # a record being written is left for the next archive
-            name = rel
-            if f.suffix == '.jsonl' and len(data) > max_bytes: name, data, whole = _packed(rel), gzip.compress(data, mtime=0), False
+            if f.suffix == '.jsonl' and not data.endswith(b'\n'): data = data[:data.rfind(b'\n') + 1]  # a record being written is left for the next archive
+            packed = f.suffix in PACKED
+            if packed: data = gzip_bytes(data)
             if len(data) > max_bytes: too_big.append(f"{rel} ({len(data) / 1e6:.1f} MB)"); continue
-            (archive_dir / (_packed(rel) if name == rel else rel)).unlink(missing_ok=True)  # one form of each store
-            dest = archive_dir / name
+            (archive_dir / (rel if packed else _packed(rel))).unlink(missing_ok=True)  # one form of each file
+            dest = archive_dir / (_packed(rel) if packed else rel)
             if dest.is_file() and dest.stat().st_size == len(data) and dest.read_bytes() == data: continue
             dest.parent.mkdir(parents=True, exist_ok=True)
-            if whole: shutil.copy2(f, dest)
-            else: dest.write_bytes(data)
+            if packed or len(data) != f.stat().st_size: dest.write_bytes(data)
+            else: shutil.copy2(f, dest)
             out.append(dest)
     if too_big: warnings.warn(f"not archived, over {max_bytes / 1e6:.0f} MB: {', '.join(too_big)}")
     return out
 
 # %% ../../nbs/33_pipeline.ipynb #366cc605
 def restore_runs(runs_dir=None, archive_dir=None) -> list[Path]:
-    "Copy archived run outputs back into `runs/` where a file is missing or shorter (a store that grew in the archive); `.jsonl.gz` unpacked."
-    import gzip, shutil
+    "Copy archived run outputs back into `runs/` where a file is missing or shorter (a store that grew in the archive); `PACKED` files unpacked."
+    import shutil
     runs_dir, archive_dir = Path(runs_dir or RUNS_DIR), Path(archive_dir or ARCHIVE_DIR)
     out = []
     for f in sorted(p for p in archive_dir.rglob('*') if p.is_file()) if archive_dir.is_dir() else []:
         rel = f.relative_to(archive_dir)
-        packed = f.name.endswith('.jsonl.gz')
-        dest = runs_dir / (rel.with_name(rel.name[:-3]) if packed else rel)
-        data = gzip.decompress(f.read_bytes()) if packed else None
+        packed = f.suffix == '.gz' and Path(f.stem).suffix in PACKED
+        dest = runs_dir / (rel.with_name(f.stem) if packed else rel)
+        data = read_stored(f) if packed else None
         if dest.is_file() and (f.name.endswith(LIVE_SUFFIX) or dest.stat().st_size >= (len(data) if packed else f.stat().st_size)): continue
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if packed: atomic_write_text(dest, data.decode())
+        if packed: atomic_write_text(dest, data.decode('utf-8'))
         else: shutil.copy2(f, dest)
         out.append(dest)
     return out
+
+# %% ../../nbs/33_pipeline.ipynb #d001b866
+def pack_results(folder=None, # default: `results/`; pack a study's folder only once it has finished writing
+                ) -> list[Path]:
+    "Compress every plain `PACKED` file under `folder` into `<name>.gz` (`core.pack_file`), replacing an older compressed copy; return them."
+    folder = Path(folder or RESULTS_DIR)
+    return [pack_file(p) for p in sorted(folder.rglob('*')) if p.is_file() and p.suffix in PACKED and not p.name.startswith('.')]
 
 # %% ../../nbs/33_pipeline.ipynb #5a1f0c3f
 def _cell_reached(run:Path) -> str:
@@ -863,6 +872,8 @@ def main(argv:Sequence[str]|None=None):
     p = sub.add_parser('render'); p.add_argument('--results-dir'); p.add_argument('--figures-dir')
     p = sub.add_parser('results-page', aliases=['readme']); p.add_argument('--figures-dir'); p.add_argument('--check', action='store_true')
     for name in ('archive', 'restore'): p = sub.add_parser(name); p.add_argument('--runs-dir')
+    p = sub.add_parser('pack', help="compress the plain logs and executed notebooks of finished results in place")
+    p.add_argument('folders', nargs='*', help='folders under results/ (default: all of results/)')
     p = sub.add_parser('status'); p.add_argument('studies', help='study names or paths, comma-separated')
     p.add_argument('--scale', default='smoke', choices=SCALES); p.add_argument('--runs-dir')
     p = sub.add_parser('outdated', help="committed results of runs that their study no longer makes")
@@ -882,6 +893,9 @@ def main(argv:Sequence[str]|None=None):
     elif a.cmd in ('archive', 'restore'):
         files = (archive_runs if a.cmd == 'archive' else restore_runs)(a.runs_dir)
         print(f"{len(files)} files {'archived into' if a.cmd == 'archive' else 'restored from'} {ARCHIVE_DIR}")
+    elif a.cmd == 'pack':
+        files = [f for folder in (a.folders or [RESULTS_DIR]) for f in pack_results(folder)]
+        print(f"{len(files)} files compressed ({', '.join(sorted(PACKED))} -> .gz)")
     elif a.cmd == 'render':
         for f in render_artifacts(a.results_dir, a.figures_dir): print(f)
     elif a.cmd == 'status':
