@@ -35,7 +35,7 @@ setuptools.setup(
     include_package_data=False, package_data={'sweet_rl': ['assets/**/*']},
     install_requires=_reqs('requirements'),
     extras_require={'dev': _reqs('dev_requirements'), 'serve': _reqs('serve_requirements'),
-                    'gpu': _reqs('gpu_requirements')},
+                    'gpu': _reqs('gpu_requirements'), 'exports': _reqs('exports_requirements')},
     python_requires=f">={cfg['min_python']}",
     long_description=(Path(__file__).parent / 'README.md').read_text(encoding='utf-8'),
     long_description_content_type='text/markdown',

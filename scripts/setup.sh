@@ -38,7 +38,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   pins=$(for r in $cpu_pins; do case "${r%%==*}" in torch|torchvision) echo "$r";; esac; done)
   .venv/bin/python -m pip install -q $pins
   # DS_BUILD_OPS=0: the dev extra's deepspeed is built from source as pure Python (its ops compile on first use, if ever)
-  DS_BUILD_OPS=0 .venv/bin/python -m pip install -q -e ".[dev,serve]" $cpu_pins
+  DS_BUILD_OPS=0 .venv/bin/python -m pip install -q -e ".[dev,serve,exports]" $cpu_pins
   echo "$want" > "$stamp"
 fi
 

@@ -17,7 +17,7 @@ def _cpu_pins(s):
 
 def test_environment_yml_has_the_same_pins():
     s = _settings()
-    want = set(_cpu_pins(s) + s['serve_requirements'].split() + s['dev_requirements'].split())
+    want = set(_cpu_pins(s) + s['serve_requirements'].split() + s['exports_requirements'].split() + s['dev_requirements'].split())
     got = set(re.findall(r'^\s+- ([A-Za-z0-9_.\-]+==[^\s]+)\s*$', (ROOT / 'environment.yml').read_text(), re.M))
     assert got == want, f"only in environment.yml: {got - want}; only in settings.ini: {want - got}"
 

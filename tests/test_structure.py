@@ -17,7 +17,7 @@ LAYERS = [['base.core'], ['base.data', 'base.models', 'base.sandbox'], ['base.pr
           ['envs.testbed'],  # the credit testbed: clarify's episode protocol with varied families
           ['methods.critic'], ['methods.vision_critic'], ['methods.scorers'],
           ['methods.actor', 'methods.mtgrpo', 'methods.reflect'],
-          ['runs.evaluate'], ['runs.credit'], ['runs.credit_study'], ['runs.launch'], ['runs.offline'], ['runs.critic_run', 'runs.mtgrpo_run', 'runs.reflect_run'], ['runs.pipeline']]
+          ['runs.evaluate'], ['runs.credit'], ['runs.credit_study'], ['runs.launch'], ['runs.offline'], ['runs.critic_run', 'runs.mtgrpo_run', 'runs.reflect_run'], ['runs.pipeline'], ['runs.exports']]
 LEVEL = {m: i for i, layer in enumerate(LAYERS) for m in layer}
 GENERIC = {'score', 'inputs', 'run', 'main', 'plan', 'select', 'figure', 'expand', 'collect', 'unwrap', 'checkpoints',
            'describe', 'close', 'render', 'embed'}
