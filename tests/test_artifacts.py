@@ -3,7 +3,7 @@ import re
 from pathlib import Path
 
 from sweet_rl.runs.evaluate import pending_runs
-from sweet_rl.runs.pipeline import (ARTIFACTS, FIGURES_DIR, PAPER_NBS_DIR, RESULTS_DIR, ROOT, notebook_path, RESULTS_PAGE,
+from sweet_rl.runs.pipeline import (ARTIFACTS, FIGURES_DIR, PACKED, PAPER_NBS_DIR, RESULTS_DIR, ROOT, notebook_path, RESULTS_PAGE,
                                render_artifacts, results_section)
 
 
@@ -23,6 +23,20 @@ def test_rerendering_committed_results_is_byte_identical(tmp_path):
     # PDFs embed a font subset that fontTools writes: an unpinned fontTools release changes those bytes (4.69 did), so
     # settings.ini pins it beside matplotlib; a failure on PDFs alone points at those two versions first.
     assert not different, f"re-rendered files differ from the committed ones: {different}"
+
+
+STILL_PLAIN = ('credit-testbed/', 'mtgrpo/lookup-gonogo/')  # being written by a running study: `pipeline pack` them once it has finished
+
+
+def test_committed_logs_are_compressed():
+    "results/ keeps per-episode logs and executed notebooks gzip-compressed (results/README.md), headers without a name or a time."
+    plain = [p.relative_to(RESULTS_DIR).as_posix() for p in sorted(RESULTS_DIR.rglob('*')) if p.is_file() and p.suffix in PACKED]
+    plain = [p for p in plain if not p.startswith(STILL_PLAIN)]
+    assert not plain, f"plain logs under results/: run `python -m sweet_rl.runs.pipeline pack <folder>` and commit: {plain[:5]}"
+    packed = sorted(RESULTS_DIR.rglob('*.gz'))
+    assert len(packed) > 400, len(packed)  # the committed runs' logs, which the re-rendering above reads
+    headers = {p.read_bytes()[:10] for p in packed}  # magic, method, flags (no FNAME), mtime 0, extra flags, OS
+    assert all(h[3] & 0x08 == 0 and h[4:8] == bytes(4) for h in headers), headers
 
 
 def test_results_page_is_current():
