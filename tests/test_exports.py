@@ -1,6 +1,6 @@
-"""The exports (`nbs/39_exports.ipynb`) on ColBench's frontend, which needs Chromium: through OpenEnv and TRL's
-environment factory, a frontend episode gives the environment's own page-similarity reward and shows no reference page.
-Clarify, search and the backend (and a two-step GRPO run) are checked in the notebook."""
+"""The exports (`nbs/39_exports.ipynb`) on ColBench's frontend, which needs Chromium: through OpenEnv, TRL's environment
+factory and verifiers, a frontend episode gives the environment's own page-similarity reward and shows no reference
+page. Clarify, search and the backend (and a two-step GRPO run) are checked in the notebook."""
 import json
 
 import pytest
@@ -47,3 +47,17 @@ def test_frontend_through_trl_factory(tasks):
     rollout.reset(**rows[1])
     assert [rollout.send(m) for m in messages(tasks[1])] == ['Make the header darker.', 'The conversation is over.']
     assert rollout.get_reward() > 0.9
+
+
+def test_frontend_through_verifiers(tasks):
+    from sweet_rl.runs.exports import GenerationClient, VerifiersDialogue
+
+    class Drafter(GenerationBackend):
+        "The agent of `messages`: a draft first, then the reference page."
+        def complete(self, conversations, params=None):
+            return [Completion(messages(tasks[0])[min(sum(m['role'] == 'assistant' for m in c), 1)], 9, 'stop') for c in conversations]
+
+    out = VerifiersDialogue('frontend', tasks[:1], simulator=DescribingHuman(), max_turns=2).evaluate_sync(
+        GenerationClient(Drafter()), model='scripted', num_examples=1)['outputs'][0]
+    assert out['stop_condition'] == 'episode_over' and [m['role'] for m in out['completion']] == ['assistant', 'user', 'assistant']
+    assert out['completion'][1]['content'] == 'Make the header darker.' and out['reward'] > 0.9
