@@ -155,3 +155,17 @@ def test_a_step_without_signal_still_moves_the_weights(tmp_path, tiny_lm):
     assert [s['merged'] for s in steps] == [0.0, 0.0]  # the trainer asks the setting which episodes merge
     after = [load_file(str(tmp_path / 'run' / 'checkpoints' / f'checkpoint-{i}' / 'adapter_model.safetensors')) for i in (1, 2)]
     assert any(not torch.equal(after[0][k], after[1][k]) for k in after[0])
+
+
+def test_the_run_config_names_the_environment_a_setting_plays(tmp_path, tiny_lm):
+    """A `Setting` built by hand on another environment than `config.env` (the default, 'search'): the saved run config
+    names the environment the episodes ran on, with that environment's setting fields, not the search setting's."""
+    from sweet_rl.envs.search import lookup_tasks
+    tasks = lookup_tasks('train', n_entities=50)
+    setting = Setting(env_factory('lookup', max_turns=1), tasks[:4], tasks[4:6], [Reward('none', 'outcome', 1.0, lambda rs: [0.0] * len(rs))])
+    cfg = MTGRPOConfig(model=tiny_lm, steps=1, group_size=2, batch_size=1, max_new_tokens=4, dtype='float32', lora_r=4, lora_alpha=8,
+                       save_episodes=False)
+    assert cfg.env == 'search' and 'split_seed' in cfg.setting
+    train_mtgrpo(cfg, setting, tmp_path / 'run', progress=False)
+    saved = json.loads((tmp_path / 'run' / 'policy' / 'policy_config.json').read_text())
+    assert saved['env'] == 'lookup' and 'note_accuracy' in saved['setting'] and 'split_seed' not in saved['setting']

@@ -4,17 +4,20 @@
 
 # %% ../../nbs/05_protocol.ipynb #84a6f47c
 from __future__ import annotations
-import importlib
+import importlib, random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
 
-from .core import register
+from .core import Config, register
 from .data import ANSWER_MARK, dialogue_turns, request_turn
 from .models import SamplingParams
 
 # %% auto #0
-__all__ = ['ENVIRONMENTS', 'CollaborativeEnv', 'human_replies', 'ChoiceStep', 'ChoiceEnv', 'EnvSpec', 'register_env',
-           'env_classes', 'env_builder', 'make_env']
+__all__ = ['ENVIRONMENTS', 'CollaborativeEnv', 'human_replies', 'ChoiceStep', 'ChoiceEnv', 'EnvSpec', 'load_env_plugins',
+           'register_env', 'env_spec', 'env_kinds', 'env_view', 'attach_view', 'env_classes', 'env_builder', 'make_env',
+           'Reward', 'record_field_reward', 'Setting', 'SettingConfig', 'task_subset', 'SettingSpec', 'ChoiceSetting',
+           'MixedStep', 'mixed_oracle_rollout', 'DialogueChoiceEnv', 'dialogue_choice', 'EnvViews']
 
 # %% ../../nbs/05_protocol.ipynb #d48d62d9
 class CollaborativeEnv:
@@ -108,29 +111,73 @@ class ChoiceEnv:
 # %% ../../nbs/05_protocol.ipynb #e0f61515
 @dataclass(frozen=True)
 class EnvSpec:
-    "A registered environment kind: its class, its config dataclass, and how to build one."
-    env:type|str # the environment class, or 'module:Name' imported on first use
-    config:type|str # its config dataclass (`from_dict` is used when it has one), or 'module:Name'
+    "A registered environment: its class and config, and the views that methods and rollouts take of it (each optional)."
+    env:type|str|None # the environment class, or 'module:Name' imported on first use (None: a view only, e.g. a choice game)
+    config:type|str|None # its config dataclass (`from_dict` is used when it has one), or 'module:Name'
     build:Callable|None=None # (environment class, simulator, config) -> environment; None: `env(simulator, config)`
+    metrics:Callable|None=None # records -> {name: value}: the outcome columns of `episode_metrics` (None: the mean `reward`)
+    script:object=None # scripted offline data: `sweet_rl.base.rollout.Script` (a question bank and a mutation of the reference)
+    setting:object=None # MT-GRPO's view: `SettingSpec` (the online setting's builder and config)
+    choice:object=None # Reflect-RL's view: `ChoiceSetting` (curricula, environments with enumerated actions, seeds per split)
+    offline:dict|None=None # SWEET-RL's offline stages on its data (`CriticRun`, `OfflineRun`): pair rule, input length bound, tasks, ...
 
 ENVIRONMENTS: dict[str, EnvSpec] = {}
 
+# %% ../../nbs/05_protocol.ipynb #d5e15f05
 def _resolve(x):
     "A class, or the one a 'module:Name' string names."
     if not isinstance(x, str): return x
     module, _, name = x.partition(':')
     return getattr(importlib.import_module(module), name)
 
-def register_env(kind:str, env, config, build:Callable|None=None, replace:bool=False) -> EnvSpec:
-    "Register `kind` for `make_env` and `env_builder`; registering a different spec under a taken kind needs `replace`."
-    spec = EnvSpec(env, config, build)
-    return register(ENVIRONMENTS, kind, spec, 'environment kind', replace)
+def load_env_plugins():
+    "Import the packages `sweet_rl.env_plugins` lists (the library's `sweet_rl.envs`): each module registers its environments."
+    import sweet_rl
+    for name in getattr(sweet_rl, 'env_plugins', ()): importlib.import_module(name)
+
+def _name(x): return x if isinstance(x, str) or x is None else x.__qualname__
+
+def register_env(kind:str, env, config, build:Callable|None=None, replace:bool=False,
+                 **views, # the spec's optional views: metrics, script, setting, choice, offline
+                ) -> EnvSpec:
+    "Register `kind` for `make_env`, `env_builder` and every method; a different class under a taken kind needs `replace`."
+    spec, old = EnvSpec(env, config, build, **views), ENVIRONMENTS.get(kind)
+    same = old is not None and (_name(old.env), _name(old.config)) == (_name(env), _name(config))  # its module, loaded again
+    return register(ENVIRONMENTS, kind, spec, 'environment kind', replace or same)
+
+def env_spec(kind:str, required:bool=True) -> EnvSpec|None:
+    "The spec registered for `kind`, loading the plugin packages on a miss (None when not `required` and unknown)."
+    if kind not in ENVIRONMENTS: load_env_plugins()
+    if kind in ENVIRONMENTS or not required: return ENVIRONMENTS.get(kind)
+    raise ValueError(f"unknown environment kind {kind!r}; registered: {', '.join(env_kinds())} (add yours with register_env)")
+
+def env_kinds() -> list[str]:
+    "Every registered kind, the plugin packages' included."
+    load_env_plugins()
+    return sorted(ENVIRONMENTS)
+
+def env_view(kind:str, view:str, # 'metrics', 'script', 'setting', 'choice' or 'offline'
+             needed_by:str='') -> object:
+    "One view of a registered environment; an error saying what to register when it has none."
+    found = getattr(env_spec(kind), view)
+    if found is None: raise ValueError(f"environment {kind!r} registers no {view!r} view{' for ' + needed_by if needed_by else ''}: "
+                                       f"pass {view}=... to register_env")
+    return found
+
+def attach_view(kind:str, replace:bool=False, **views) -> EnvSpec:
+    "Add views to a registered environment (or register a kind with views only, e.g. a choice game)."
+    spec = env_spec(kind, required=False) or EnvSpec(None, None)
+    for view, value in views.items():
+        if getattr(spec, view) not in (None, value) and not replace:
+            raise ValueError(f"environment {kind!r} already has a {view!r} view; pass replace=True to change it")
+    ENVIRONMENTS[kind] = EnvSpec(**{**vars(spec), **views})
+    return ENVIRONMENTS[kind]
 
 def env_classes(kind:str) -> tuple[type, type]:
     "The environment class and config class registered for `kind`."
-    if kind not in ENVIRONMENTS:
-        raise ValueError(f"unknown environment kind {kind!r}; registered: {', '.join(sorted(ENVIRONMENTS))} (add yours with register_env)")
-    return _resolve(ENVIRONMENTS[kind].env), _resolve(ENVIRONMENTS[kind].config)
+    spec = env_spec(kind)
+    if spec.env is None: raise ValueError(f"environment {kind!r} registers views only, no environment class (register_env)")
+    return _resolve(spec.env), _resolve(spec.config)
 
 def env_builder(kind:str, simulator=None, **config) -> Callable:
     "() -> a fresh environment of `kind` with this simulator; every one shares one config built from `config`'s fields."
@@ -143,8 +190,139 @@ def make_env(kind:str, simulator=None, **config):
     "A fresh environment of any registered `kind`, its config from `config`'s fields."
     return env_builder(kind, simulator, **config)()
 
-for _kind, _env in [('backend', 'BackendEnv'), ('frontend', 'FrontendEnv'), ('search', 'SearchEnv'), ('clarify', 'ClarifyEnv')]:
-    register_env(_kind, f'sweet_rl.envs.{_kind}:{_env}', f'sweet_rl.envs.{_kind}:{_env}Config')
-register_env('taxi', 'sweet_rl.envs.taxi:DangerousTaxiEnv', 'sweet_rl.envs.taxi:TaxiConfig', build=lambda env, simulator, config: env(config))
-register_env('explore', 'sweet_rl.envs.explore:ExploreEnv', 'sweet_rl.envs.explore:ExploreConfig', build=lambda env, simulator, config: env(None, config))
-register_env('lookup', 'sweet_rl.envs.search:LookupEnv', 'sweet_rl.envs.search:LookupEnvConfig')  # the search protocol on made-up entities
+# %% ../../nbs/05_protocol.ipynb #f5a0f639
+class Reward(NamedTuple):
+    "One reward of an online run: its name, level, weight, and scoring function of the episodes' records."
+    name:str
+    level:str # 'outcome' (one number per episode) or 'turn' (a number for the first agent turn, or a list, one per turn)
+    weight:float
+    score:Callable # records -> one value per record
+
+# %% ../../nbs/05_protocol.ipynb #310c698b
+def record_field_reward(name:str, # the reward's name, also its key in each record's `rewards` dict
+                        level:str, weight:float) -> Reward:
+    "A reward the environment already scored: `record['rewards'][name]` (what `SearchEnv.trajectory` writes)."
+    return Reward(name, level, weight, lambda records: [r['rewards'][name] for r in records])
+
+# %% ../../nbs/05_protocol.ipynb #f4b7d8d1
+class Setting(NamedTuple):
+    "Where an online run trains: fresh environments, prompts, and the rewards of its episodes."
+    make_env:Callable # () -> a fresh environment (its `task_class` rebuilds tasks from dicts)
+    train_tasks:list # task records the rollouts start from
+    eval_tasks:list # held-out task records
+    rewards:list # `Reward`s
+    merged:Callable|None=None # records -> one bool each: the episodes that take MT-GRPO's merged advantage (None: those with one agent turn)
+
+# %% ../../nbs/05_protocol.ipynb #ee0b30f2
+@dataclass
+class SettingConfig(Config):
+    "What every online setting reads: the turn cap, the agent's prompt, the reply length and the training prompts."
+    max_turns:int=2 # agent turns per episode (search: 2, a search then an answer)
+    agent_template:str='' # path to an agent prompt file with {problem_description} (empty: the environment's own; search: `SEARCH_PROMPT`)
+    reply_chars:int|None=None # characters of an environment reply the agent reads (None: the environment's default)
+    n_tasks:int=0 # training prompts, a subset seeded by the run's seed (0: all of the training side)
+
+    def env_fields(self) -> dict:
+        "The environment config fields this setting sets (`env_factory`'s keywords): the turn cap, and the prompt and reply length when given."
+        return {'max_turns': self.max_turns, **({} if self.reply_chars is None else {'reply_chars': self.reply_chars}),
+                **({'agent_template': self.agent_template} if self.agent_template else {})}
+
+# %% ../../nbs/05_protocol.ipynb #00720702
+def task_subset(tasks:list, n:int, seed:int) -> list:
+    "A seeded subset of n tasks, in their order (n = 0: all)."
+    return tasks if not n or n >= len(tasks) else [tasks[i] for i in sorted(random.Random(f"tasks:{seed}").sample(range(len(tasks)), n))]
+
+# %% ../../nbs/05_protocol.ipynb #0e41c9d6
+class SettingSpec(NamedTuple):
+    "An environment's online setting (its `setting` view): its builder and its config dataclass."
+    build:Callable # (setting config, seed) -> `Setting`
+    config:type # a `SettingConfig` subclass: the fields `MTGRPOConfig.setting` may hold
+
+# %% ../../nbs/05_protocol.ipynb #0e622719
+class ChoiceSetting(NamedTuple):
+    "What Reflect-RL needs of an environment (its `choice` view): curricula, fresh choice games and seeds per split."
+    curricula:tuple # curriculum names; the first is the default
+    make:Callable # (config, split, curriculum) -> a fresh `ChoiceEnv`
+    seeds:Callable # (config, split, n, offset) -> `n` episode seeds of the split
+    task_fields:Callable|None=None # (config) -> extra fields of an evaluation record's task (None: none)
+
+# %% ../../nbs/05_protocol.ipynb #7ece0a20
+class MixedStep(NamedTuple):
+    "One step of an oracle-mixed-with-random episode: raw material for reflection data."
+    state:str # the state's text before the action
+    actions:list # the actions offered (`valid_actions()`)
+    action:str # the action taken
+    oracle_action:str # the oracle's action in that state (the spoiler of reflection prompts)
+    reward:float # the step's reward
+    done:bool # whether the episode ended with this step
+
+# %% ../../nbs/05_protocol.ipynb #610517d3
+def mixed_oracle_rollout(env:ChoiceEnv, # any `ChoiceEnv` with an oracle
+                         seed:int, # the episode's reset seed
+                         p_random:float=0.9, # chance of a uniformly random action at each step (paper: 0.9)
+                         rng_seed:int|None=None, # seed of the random choices; None: `seed`
+                        ) -> list[MixedStep]:
+    "One episode where each step takes a random action with probability `p_random`, else the oracle's."
+    if not 0 <= p_random <= 1: raise ValueError(f"p_random must be within [0, 1], got {p_random!r}")
+    rng, state, steps = random.Random(seed if rng_seed is None else rng_seed), env.reset(seed), []
+    while not steps or not steps[-1].done:
+        actions, oracle = env.valid_actions(), env.oracle_action()
+        action = rng.choice(actions) if rng.random() < p_random else oracle
+        out = env.step(action)
+        steps.append(MixedStep(state, actions, action, oracle, out.reward, out.done))
+        state = out.observation
+    return steps
+
+# %% ../../nbs/05_protocol.ipynb #3fa0c60a
+class DialogueChoiceEnv(ChoiceEnv):
+    "A collaborative environment played with enumerated messages: its `choice_messages()` are the actions, `oracle_message()` the expert's."
+    def __init__(self, make_env:Callable, # () -> a fresh collaborative environment with `choice_messages` and `oracle_message`
+                 tasks:Sequence): # the tasks episodes play: a reset seed s plays `tasks[s % len(tasks)]`
+        self.make_env, self.tasks, self.env = make_env, list(tasks), None
+        probe = make_env()
+        self.instruction, self.horizon = getattr(probe, 'choice_instruction', ''), probe.max_turns
+
+    def reset(self, seed:int|None=None) -> str:
+        self.env = self.make_env()
+        self.env.reset(self.tasks[(seed or 0) % len(self.tasks)])
+        return self.state()
+
+    def state(self) -> str:
+        "The environment's `choice_state()`, else the dialogue so far."
+        if hasattr(self.env, 'choice_state'): return self.env.choice_state()
+        return '\n'.join(f"{t['role']}: {t['content']}" for t in self.env.history)
+
+    def valid_actions(self) -> list[str]: return list(self.env.choice_messages())
+    def oracle_action(self) -> str: return self.env.oracle_message()
+
+    def step(self, action:str) -> ChoiceStep:
+        if action not in self.valid_actions(): raise ValueError(f"{action!r} is not one of {self.valid_actions()}")
+        if not self.env.step(action)[1]: return ChoiceStep(self.state(), 0.0, False, {})
+        reward = float(self.env.trajectory()['reward'])
+        return ChoiceStep(self.state(), reward, True, {'success': reward >= 1.0})
+
+def dialogue_choice(kind:str, # a registered collaborative environment with `choice_messages` and `oracle_message`
+                    tasks:dict, # split ('train', 'test') -> its tasks
+                    simulator=None, # the simulated human
+                    **config) -> ChoiceSetting:
+    "The `choice` view of a collaborative environment: one curriculum, the tasks of each split, episode seeds that index them."
+    return ChoiceSetting(('all',), lambda run_config, split, curriculum: DialogueChoiceEnv(env_builder(kind, simulator, **config), tasks[split]),
+                         lambda run_config, split, n, offset: [offset + i for i in range(n)])
+
+# %% ../../nbs/05_protocol.ipynb #00795344
+class EnvViews(Mapping):
+    "The registered environments that have one view (or one `key` of a dict view), kind -> it: a live, read-only window on the registry."
+    def __init__(self, view:str, # 'setting', 'choice', 'offline', ...
+                 key:str|None=None): # a dict view's entry (None: the whole view)
+        self.view, self.key = view, key
+    def _get(self, spec):
+        found = getattr(spec, self.view, None)
+        return found.get(self.key) if self.key and found is not None else found
+    def __getitem__(self, kind:str):
+        found = self._get(env_spec(kind, required=False))
+        if found is None: raise KeyError(kind)
+        return found
+    def __contains__(self, kind) -> bool: return self._get(env_spec(kind, required=False)) is not None
+    def __iter__(self): return iter([k for k in env_kinds() if self._get(ENVIRONMENTS[k]) is not None])
+    def __len__(self) -> int: return len(list(iter(self)))
+    def __repr__(self) -> str: return f"EnvViews({self.view!r}: {', '.join(self)})"

@@ -16,7 +16,7 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from .core import ASSETS_DIR, Config, cache_dir, stable_id
-from .data import sample_tasks
+from .data import ANSWER_MARK, sample_tasks
 
 # %% auto #0
 __all__ = ['FRONTEND_ASSETS', 'TAILWIND_BROWSER_VERSION', 'TAILWIND_BROWSER_JS', 'TAILWIND_BROWSER_SHA256', 'TAILWIND_V2_COMPAT',
@@ -24,7 +24,7 @@ __all__ = ['FRONTEND_ASSETS', 'TAILWIND_BROWSER_VERSION', 'TAILWIND_BROWSER_JS',
            'request_kind', 'tailwind_candidates', 'warm_tailwind_tokens', 'fold_v2_opacity', 'npm_file_for_url',
            'npm_package_dir', 'fetch_npm_package', 'RenderConfig', 'RenderError', 'Renderer', 'font_fingerprint',
            'is_greenish', 'render_references', 'to_image', 'PageSimilarity', 'VisualSimilarity', 'ClipWeightsMissing',
-           'ClipSimilarity', 'similarity_metric', 'WinRate', 'win_rate']
+           'ClipSimilarity', 'similarity_metric', 'WinRate', 'win_rate', 'HtmlExtractionError', 'extract_html']
 
 # %% ../../nbs/04_render.ipynb #2f70a1b3
 FRONTEND_ASSETS = ASSETS_DIR / 'frontend'
@@ -777,3 +777,40 @@ def win_rate(scores_a:Mapping|Sequence, # method A's similarity per task (dict b
     n = len(pairs)
     num, den = wins + (0.5 * ties_n if ties == 'half' else 0), n - (ties_n if ties == 'exclude' else 0)
     return WinRate(num / den if den else float('nan'), wins, ties_n, losses, n, ties)
+
+# %% ../../nbs/04_render.ipynb #98b57bad
+class HtmlExtractionError(ValueError):
+    "An agent message that holds no HTML."
+
+_FENCE = re.compile(r'```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)', re.S)
+_PAGE_START = re.compile(r'<!doctype\s+html|<html[\s>]', re.I)
+_PAGE_END = re.compile(r'</html\s*>', re.I)
+_ANY_TAG = re.compile(r'</?[a-zA-Z][\w:-]*(?:\s[^<>]*)?/?>')
+
+# %% ../../nbs/04_render.ipynb #e4a2fbc5
+def _raw_html(text:str) -> str|None:
+    "A raw page (`<html>`...`</html>`) or, failing that, the span from the first tag to the last `>`."
+    start = _PAGE_START.search(text)
+    if start:
+        ends = list(_PAGE_END.finditer(text, start.start()))
+        return text[start.start():ends[-1].end()] if ends else text[start.start():].rstrip().removesuffix('```')
+    first = _ANY_TAG.search(text)
+    return text[first.start():text.rfind('>') + 1] if first else None
+
+# %% ../../nbs/04_render.ipynb #752b4160
+def extract_html(message:str, # an agent message
+                 required:bool=False, # raise `HtmlExtractionError` instead of returning `None` when there is no HTML
+                ) -> str|None:
+    "The HTML page in an agent message: fenced block, raw `<html>` page or tag fragment, after `I WANT TO ANSWER:` if present."
+    if not isinstance(message, str): raise TypeError(f"extract_html expects a str message, got {type(message).__name__}")
+    text = message.lstrip('\ufeff')
+    if ANSWER_MARK in text: text = text.split(ANSWER_MARK, 1)[1]
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(text)]
+    tagged = [b for lang, b in blocks if lang in ('html', 'htm', 'xhtml')]
+    marked = [b for lang, b in blocks if not lang and _ANY_TAG.search(b)]
+    block = tagged[0] if tagged else marked[0] if marked else None
+    html = _raw_html(text) if block is None else _raw_html(block) if _PAGE_START.search(block) else block
+    html = html.strip() if html else None
+    if not html and required:
+        raise HtmlExtractionError(f"no HTML found in the message (no ```html block, <html> page or tag): {message[:200]!r}")
+    return html or None

@@ -8,20 +8,21 @@ import ast, copy, html, json, math, random, re, statistics, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from tqdm.auto import tqdm
 
 from .core import LIVE_SUFFIX, Config, JsonlStore, artifact_dir, atomic_write_text, best_index, file_lock, stable_id, seed_everything, write_progress
 from .data import ANSWER_MARK, dialogue_turns
-from .protocol import env_builder, human_replies
+from .protocol import env_builder, env_spec, human_replies
 from .models import Completion, GenerationBackend, SamplingParams
 
 # %% auto #0
 __all__ = ['BACKEND_QUESTIONS', 'FRONTEND_QUESTIONS', 'RolloutConfig', 'env_factory', 'scorer_label', 'episode_id', 'score_list',
            'CandidatePool', 'AgentMessage', 'agent_messages', 'run_rollouts', 'shared_rollouts_dir', 'shared_rollouts',
-           'episode_metrics', 'TrajectoryView', 'rescore_stored', 'rescore_summary', 'mutate_code', 'mutate_html',
-           'scripted_answer', 'script_plan', 'scripted_rollouts', 'ScriptedAgent']
+           'mean_of', 'episode_metrics', 'TrajectoryView', 'rescore_stored', 'rescore_summary', 'mutate_code',
+           'mutate_html', 'Script', 'task_script', 'scripted_answer', 'script_plan', 'scripted_rollouts',
+           'ScriptedAgent']
 
 # %% ../../nbs/07_rollout.ipynb #459ae4f4
 @dataclass
@@ -293,19 +294,18 @@ def shared_rollouts(tasks:Sequence, make_env:Callable, agent:GenerationBackend, 
         return run_rollouts(tasks, make_env, agent, config, out_path=out_path, tag=tag, progress=progress), folder
 
 # %% ../../nbs/07_rollout.ipynb #5d0afb71
+def mean_of(xs:Sequence[float]) -> float:
+    "The mean, NaN for no values."
+    return float(statistics.fmean(xs)) if xs else float('nan')
+
 def episode_metrics(records:Sequence[dict], # trajectory records of one run, with our scores (`run_rollouts` output)
-                    kind:str, # 'backend', 'frontend', or any other environment's kind (its records' `reward`)
+                    kind:str, # the environment's kind: its registered `metrics` (ColBench: tests, similarity), else the mean `reward`
                    ) -> dict:
-    "`n_episodes`, `mean_turns` and % tests passed and % success (backend), mean similarity (frontend) or mean reward (any other kind)."
-    mean = lambda xs: float(statistics.fmean(xs)) if xs else float('nan')
+    "`n_episodes`, `mean_turns`, and the environment's outcome metrics (its spec's `metrics`; none registered: the mean reward)."
     m = {'n_episodes': len(records),
-         'mean_turns': mean([sum(t['role'] == 'assistant' for t in r['dialogue_history']) for r in records])}
-    if kind == 'backend':
-        m.update(tests_passed_pct=100 * mean([r['tests_passed'] for r in records]),
-                 success_pct=100 * mean([float(r['success']) for r in records]))
-    elif kind == 'frontend': m['similarity'] = mean([r['similarity'] for r in records])
-    else: m['reward'] = mean([r['reward'] for r in records])
-    return m
+         'mean_turns': mean_of([sum(t['role'] == 'assistant' for t in r['dialogue_history']) for r in records])}
+    outcome = getattr(env_spec(kind, required=False), 'metrics', None)
+    return m | (outcome(records) if outcome else {'reward': mean_of([r['reward'] for r in records])})
 
 # %% ../../nbs/07_rollout.ipynb #2cd07f7d
 def _bubble(turn:dict) -> str:
@@ -510,13 +510,27 @@ def mutate_html(html:str, # a page (a task's reference)
     at = m.end() if m else 0
     return html[:at] + '<div class="bg-red-500 h-40"></div>' + html[at:], "block: added a red block at the top"
 
+# %% ../../nbs/07_rollout.ipynb #9f48ce49
+class Script(NamedTuple):
+    "An environment's scripted offline data (its spec's `script` view): clarifying questions, and a mutation of the reference answer."
+    questions:Sequence[str] # the question bank the scripted agent asks from
+    mutate:Callable # (reference answer, random.Random) -> (a one-edit mutant, the edit in words)
+
+def task_script(task) -> Script:
+    "The `Script` the environment of `task.kind` registers; an error naming the way out when it registers none."
+    found = getattr(env_spec(getattr(task, 'kind', None) or '', required=False), 'script', None)
+    if found is None:
+        raise ValueError(f"script_plan scripts environments that register a Script (ColBench's), not {getattr(task, 'kind', None)!r} "
+                         "tasks: give scripted_rollouts your own plan=(task, sample, max_questions, p_reference, seed) -> {'messages', 'script'}")
+    return found
+
 # %% ../../nbs/07_rollout.ipynb #2d792dbd
 _SCRIPT_VERSION = 1  # enters the episode ids: bump when the question banks or the mutations change
 
 def scripted_answer(task, rng:random.Random, p_reference:float) -> tuple:
     "`(answer, 'reference' or 'mutant', the mutation or None)`: the reference with probability `p_reference`, else a one-edit mutant."
     if rng.random() < p_reference: return task.ground_truth, 'reference', None
-    answer, what = (mutate_html if task.kind == 'frontend' else mutate_code)(task.ground_truth, rng)
+    answer, what = task_script(task).mutate(task.ground_truth, rng)
     return answer, 'mutant', what
 
 # %% ../../nbs/07_rollout.ipynb #fdcf5147
@@ -527,11 +541,8 @@ def script_plan(task, # a `BackendTask` or `FrontendTask`
                 seed:int=0, # run seed
                ) -> dict:
     "The scripted agent's messages for one episode, and a summary `{questions, answer, mutation}` of its script."
-    if task.kind not in ('backend', 'frontend'):
-        raise ValueError(f"script_plan scripts ColBench tasks (bank questions, then the reference or a mutant), not {task.kind!r} "
-                         "tasks: give scripted_rollouts your own plan=(task, sample, max_questions, p_reference, seed) -> {'messages', 'script'}")
+    bank = task_script(task).questions
     rng = random.Random(f"{seed}:{stable_id(task.to_dict())}:{sample}")
-    bank = FRONTEND_QUESTIONS if task.kind == 'frontend' else BACKEND_QUESTIONS
     questions = rng.sample(bank, min(rng.randint(0, max_questions), len(bank)))
     answer, kind, what = scripted_answer(task, rng, p_reference)
     return {'messages': questions + [f"{ANSWER_MARK}\n{answer}"],
@@ -594,7 +605,7 @@ class ScriptedAgent(GenerationBackend):
             rng = random.Random(f"{params.seed}:{i}:{stable_id(conv)}")
             turn = sum(m['role'] == 'assistant' for m in conv)
             if turn < self.max_turns - 1 and rng.random() < self.p_question:
-                text = rng.choice(FRONTEND_QUESTIONS if task.kind == 'frontend' else BACKEND_QUESTIONS)
+                text = rng.choice(task_script(task).questions)
             else: text = f"{ANSWER_MARK}\n{scripted_answer(task, rng, self.p_reference)[0]}"
             out.append(Completion(text, len(text.split()), 'stop'))
         return out

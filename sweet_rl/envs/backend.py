@@ -11,14 +11,16 @@ from pathlib import Path
 from typing import Sequence
 
 from ..base.core import Config, stable_id
-from ..base.data import ANSWER_MARK, BackendTask, format_dialogue
+from ..base.data import ANSWER_MARK, BackendTask, format_dialogue, sample_tasks
 from ..base.sandbox import CallResult, SandboxConfig, default_pool, run_untrusted_batch, values_equal
-from ..base.protocol import CollaborativeEnv
+from ..base.protocol import CollaborativeEnv, Reward, Setting, SettingConfig, SettingSpec, env_builder, register_env, task_subset
+from ..base.models import make_backend
+from ..base.rollout import BACKEND_QUESTIONS, Script, mean_of, mutate_code
 
 # %% auto #0
 __all__ = ['MAX_AGENT_TURNS', 'PARITY_BANNED', 'AGENT_PROMPT', 'SINGLE_TURN_PROMPT', 'SIMULATOR_PROMPT', 'extract_code',
            'BackendResult', 'parity_code', 'evaluate_batch', 'evaluate_code', 'load_template', 'BackendEnvConfig',
-           'BackendEnv']
+           'BackendEnv', 'tests_passed_reward', 'BackendSettingConfig', 'backend_setting', 'backend_metrics']
 
 # %% ../../nbs/10_backend.ipynb #d7e1e6f6
 MAX_AGENT_TURNS = 10
@@ -289,3 +291,34 @@ class BackendEnv(CollaborativeEnv):
         final = self.answer.split(ANSWER_MARK, 1)[1].strip() if ANSWER_MARK in self.answer else self.answer
         return {'task': self.task.to_dict(), 'dialogue_history': [dict(t) for t in self.history], 'answer': final,
                 'reward': r.tests_passed, 'tests_passed': r.tests_passed, 'success': r.success}
+
+# %% ../../nbs/10_backend.ipynb #4c1d55ba
+def tests_passed_reward(weight:float=1.0) -> Reward:
+    "ColBench backend outcome: the share of the task's hidden unit tests the final answer passes."
+    return Reward('tests_passed', 'outcome', weight, lambda records: [r['tests_passed'] for r in records])
+
+# %% ../../nbs/10_backend.ipynb #48584504
+@dataclass
+class BackendSettingConfig(SettingConfig):
+    "The ColBench backend setting: the simulated human, and an optional SWEET critic whose turn scores MT-GRPO adds as a turn reward."
+    simulator:str='smollm2-135m' # the simulated human (frozen)
+    simulator_max_new_tokens:int=64 # tokens of a simulated human's reply
+    critic_dir:str='' # a trained critic whose turn scores are the turn reward (empty: outcome reward only)
+    critic_weight:float=1.0 # weight of the critic's turn reward
+
+# %% ../../nbs/10_backend.ipynb #bbeb7e1f
+def backend_setting(c:BackendSettingConfig, seed:int=0) -> Setting:
+    "ColBench backend: the simulated human and tests passed as the outcome (MT-GRPO adds `critic_dir`'s turn scores)."
+    make_env = env_builder('backend', make_backend(c.simulator), simulator_max_new_tokens=c.simulator_max_new_tokens, **c.env_fields())
+    return Setting(make_env, task_subset(sample_tasks('backend', 'extra'), c.n_tasks, seed), sample_tasks('backend'), [tests_passed_reward()])
+
+# %% ../../nbs/10_backend.ipynb #2cbf29d3
+def backend_metrics(records:Sequence[dict]) -> dict:
+    "% of the hidden tests passed and % of episodes that pass them all."
+    return {'tests_passed_pct': 100 * mean_of([r['tests_passed'] for r in records]),
+            'success_pct': 100 * mean_of([float(r['success']) for r in records])}
+
+register_env('backend', BackendEnv, BackendEnvConfig, metrics=backend_metrics, script=Script(BACKEND_QUESTIONS, mutate_code),
+             setting=SettingSpec(backend_setting, BackendSettingConfig),
+             offline=dict(pair_rule=dict(pairing='best', require_success=True, success_threshold=1.0, min_reward_gap=0.0),  # the released code's
+                          max_tokens=1024))  # the critic's longest input

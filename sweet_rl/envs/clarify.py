@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 from ..base.core import stable_id
 from ..base.data import ANSWER_MARK, BackendTask, SIGNATURE_MARKER, split_tasks
 from ..base.models import Completion, GenerationBackend, SamplingParams
+from ..base.protocol import register_env
 from .backend import SINGLE_TURN_PROMPT, BackendEnv, BackendEnvConfig, evaluate_batch
 
 # %% auto #0
@@ -669,3 +670,6 @@ class CueRule(GenerationBackend):
             text = fam.slot(cue).question if cue and len(conv) == 1 else ANSWER_MARK
             out.append(Completion(text, len(text.split()), 'stop'))
         return out
+
+# %% ../../nbs/15_clarify.ipynb #a6ffd3b2
+register_env('clarify', ClarifyEnv, ClarifyEnvConfig)

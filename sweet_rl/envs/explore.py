@@ -16,13 +16,14 @@ from fastcore.basics import patch
 
 from ..base.core import Config
 from ..base.data import split_tasks
-from ..base.protocol import ChoiceEnv, ChoiceStep
+from ..base.protocol import ChoiceEnv, ChoiceSetting, ChoiceStep, register_env
 
 # %% auto #0
-__all__ = ['EXPLORE_REPOSITORIES', 'EXPLORE_MODES', 'EXPLORE_INSTRUCTION', 'repository_source', 'repository_files', 'path_depth',
-           'repository_digest', 'ExploreTask', 'top_level_definitions', 'first_sentence', 'repository_questions',
-           'find_questions', 'explore_repositories', 'explore_tasks', 'keep_files', 'cap_entries', 'copy_repository',
-           'remove_copy', 'resolve_path', 'ExploreConfig', 'ExploreEnv']
+__all__ = ['EXPLORE_REPOSITORIES', 'EXPLORE_MODES', 'EXPLORE_INSTRUCTION', 'EXPLORE_DEPTHS', 'EXPLORE_MAX_ENTRIES',
+           'repository_source', 'repository_files', 'path_depth', 'repository_digest', 'ExploreTask',
+           'top_level_definitions', 'first_sentence', 'repository_questions', 'find_questions', 'explore_repositories',
+           'explore_tasks', 'keep_files', 'cap_entries', 'copy_repository', 'remove_copy', 'resolve_path',
+           'ExploreConfig', 'ExploreEnv', 'explore_choice_env', 'explore_choice_seeds']
 
 # %% ../../nbs/14_explore.ipynb #e4dc69b8
 EXPLORE_REPOSITORIES = ('bm25s', 'execnb', 'fastcore', 'gymnasium', 'nbdev', 'papermill', 'tqdm')  # pinned in settings.ini
@@ -414,3 +415,22 @@ def oracle_action(self:ExploreEnv) -> str:
     here, there = [p for p in self.cwd.split('/') if p], list(answer.parent.parts[1:])
     if here == there: return f"id {shlex.quote(answer.name)}"
     return f"cd {shlex.quote(there[len(here)])}" if there[:len(here)] == here else 'cd ..'
+
+# %% ../../nbs/14_explore.ipynb #67cb28f8
+EXPLORE_DEPTHS = {'depth1': 1, 'depth2': 2, 'any': None}  # Reflect-RL's curricula -> depth of the answer file
+EXPLORE_MAX_ENTRIES = 8  # entries kept per directory: ls, cd .., exit and 4 commands per entry make 35 actions, within Reflect-RL's 36 one-token labels
+
+def explore_choice_env(config, split:str, curriculum:str) -> ChoiceEnv:
+    "A fresh AutoExplore of the split, its answer file at the curriculum's depth, in the run's mode (`config.explore_mode`)."
+    depth = EXPLORE_DEPTHS[curriculum]
+    tasks = explore_tasks(split, mode=config.explore_mode, max_depth=depth)
+    return ExploreEnv(tasks, ExploreConfig(split=split, mode=config.explore_mode, max_depth=depth, seed=config.seed, max_entries=EXPLORE_MAX_ENTRIES))
+
+def explore_choice_seeds(config, split:str, n:int, offset:int) -> list[int]:
+    "`n` seeds that draw tasks of the split's environment, from the `offset`-th on."
+    base = 0 if split == 'train' else 1_000_000
+    return [base + offset + i for i in range(n)]
+
+# %% ../../nbs/14_explore.ipynb #d48074fc
+register_env('explore', ExploreEnv, ExploreConfig, build=lambda env, simulator, config: env(None, config),
+             choice=ChoiceSetting(tuple(EXPLORE_DEPTHS), explore_choice_env, explore_choice_seeds, lambda config: {'mode': config.explore_mode}))

@@ -12,7 +12,8 @@ from typing import Callable, NamedTuple, Sequence
 from ..base.core import Config, stable_id
 from ..base.data import dialogue_turns, split_tasks
 from ..base.models import SamplingParams
-from ..base.protocol import CollaborativeEnv
+from ..base.protocol import (CollaborativeEnv, Reward, Setting, SettingConfig, SettingSpec, env_builder, record_field_reward,
+                                     register_env, task_subset)
 
 # %% auto #0
 __all__ = ['QUESTION_KINDS', 'TAGS', 'AGENT_STOP', 'FINISH_REASONS', 'NO_TOOL_CALL', 'SEARCH_REWARDS', 'SEARCH_PROMPT',
@@ -22,7 +23,8 @@ __all__ = ['QUESTION_KINDS', 'TAGS', 'AGENT_STOP', 'FINISH_REASONS', 'NO_TOOL_CA
            'answer_in_result', 'answer_present', 'exact_match', 'xml_format_score', 'xml_format', 'xml_tags_score',
            'xml_tags', 'RewardTerm', 'reward_components', 'SearchEnvConfig', 'SearchEnv', 'entity_names', 'LookupTask',
            'lookup_question', 'lookup_document', 'lookup_collection', 'lookup_tasks', 'lookup_search_tool',
-           'LookupEnvConfig', 'LookupEnv']
+           'LookupEnvConfig', 'LookupEnv', 'search_rewards', 'no_tool_result', 'SearchSettingConfig',
+           'LookupSettingConfig', 'search_setting', 'lookup_setting']
 
 # %% ../../nbs/12_search.ipynb #59ccb2ca
 def _aliases(name:str, spellings:Sequence[str]) -> list[str]:
@@ -527,3 +529,54 @@ class LookupEnv(SearchEnv):
                  config:LookupEnvConfig|None=None):
         super().__init__(simulator or lookup_search_tool(), config or LookupEnvConfig())
         if not self.config.agent_template and not self.config.single_turn: self.agent_template = LOOKUP_PROMPTS[self.config.prompt]
+
+# %% ../../nbs/12_search.ipynb #c6686f54
+def search_rewards() -> list[Reward]:
+    "The paper's six rewards with their levels and weights (`SEARCH_REWARDS`), read from the records."
+    return [record_field_reward(name, t.level, t.weight) for name, t in SEARCH_REWARDS.items()]
+
+# %% ../../nbs/12_search.ipynb #0271045a
+def no_tool_result(records:Sequence[dict]) -> list[bool]:
+    "Search episodes whose tool calls got no result (no call, or only one the turn cap left unanswered): MT-GRPO merges their credit."
+    return [not has_tool_result(r['dialogue_history']) for r in records]
+
+# %% ../../nbs/12_search.ipynb #59c9e48f
+@dataclass
+class SearchSettingConfig(SettingConfig):
+    "The search setting: the tool's documents per result and the split of the country questions."
+    top_k:int=2 # documents per result
+    tool_noise:float=0.0 # chance that a query's result is random documents instead (`SearchTool`'s `noise`, drawn per query with the run's seed)
+    question_kinds:list|None=None # question kinds (None: all of `QUESTION_KINDS`)
+    test_fraction:float=0.2 # share of countries held out for evaluation
+    split_seed:int=0 # seed of the split by country (fixed apart from the run's seed, so every run evaluates the same countries)
+
+# %% ../../nbs/12_search.ipynb #6df81ad2
+@dataclass
+class LookupSettingConfig(SettingConfig):
+    "The lookup setting: made-up entities with a note right `note_accuracy` of the time, a one-sentence document each, and the prompt."
+    prompt:str='current' # the agent's prompt (`LOOKUP_PROMPTS`): 'weak' (a tool call as the only example) or 'current' (both turns, a bare answer)
+    note_accuracy:float=0.7 # share of the questions whose note gives the right code
+    n_entities:int=1000 # made-up entities in the collection (training and held-out)
+    top_k:int=1 # documents per result
+    test_fraction:float=0.2 # share of entities held out for evaluation
+    entity_seed:int=0 # seed of the entities, their codes and notes, and the split (fixed apart from the run's seed, so every run sees the same collection)
+
+# %% ../../nbs/12_search.ipynb #06565e92
+def search_setting(c:SearchSettingConfig, seed:int=0) -> Setting:
+    "The paper's setting: country questions, the BM25 tool, the six rewards; credit merged where the tool gave nothing."
+    make_env = env_builder('search', SearchTool(top_k=c.top_k, noise=c.tool_noise, seed=seed), **c.env_fields())
+    split = dict(test_fraction=c.test_fraction, seed=c.split_seed, kinds=c.question_kinds)
+    return Setting(make_env, task_subset(search_tasks('train', **split), c.n_tasks, seed), search_tasks('test', **split), search_rewards(),
+                   no_tool_result)
+
+# %% ../../nbs/12_search.ipynb #bbb05d9a
+def lookup_setting(c:LookupSettingConfig, seed:int=0) -> Setting:
+    "The search setting's protocol and six rewards on made-up entities whose notes compete with the tool; credit merged where the tool gave nothing."
+    make_env = env_builder('lookup', lookup_search_tool(c.n_entities, c.entity_seed, c.top_k), prompt=c.prompt, **c.env_fields())
+    split = dict(n_entities=c.n_entities, note_accuracy=c.note_accuracy, test_fraction=c.test_fraction, seed=c.entity_seed)
+    return Setting(make_env, task_subset(lookup_tasks('train', **split), c.n_tasks, seed), lookup_tasks('test', **split), search_rewards(),
+                   no_tool_result)
+
+# %% ../../nbs/12_search.ipynb #a58324d0
+register_env('search', SearchEnv, SearchEnvConfig, setting=SettingSpec(search_setting, SearchSettingConfig))
+register_env('lookup', LookupEnv, LookupEnvConfig, setting=SettingSpec(lookup_setting, LookupSettingConfig))  # the search protocol on made-up entities

@@ -15,13 +15,13 @@ from fastcore.basics import patch
 
 from ..base.core import Config
 from ..base.data import split_tasks
-from ..base.protocol import ChoiceEnv, ChoiceStep
+from ..base.protocol import ChoiceEnv, ChoiceSetting, ChoiceStep, MixedStep, mixed_oracle_rollout, register_env
 
 # %% auto #0
 __all__ = ['ACTIONS', 'STOPS', 'IN_TAXI', 'GOALS', 'DANGER_REWARD', 'GOAL_REWARD', 'CURRICULUM_HORIZONS', 'TAXI_GOALS',
            'TAXI_INSTRUCTION', 'gym_taxi', 'decode_state', 'stop_text', 'taxi_map', 'blocked_moves', 'describe_state',
            'taxi_transitions', 'reaches_goal', 'goal_distances', 'oracle_move', 'taxi_outcome', 'TaxiConfig',
-           'taxi_instruction', 'DangerousTaxiEnv', 'start_states', 'taxi_seeds', 'MixedStep', 'mixed_oracle_rollout']
+           'taxi_instruction', 'DangerousTaxiEnv', 'start_states', 'taxi_seeds', 'taxi_choice_env', 'taxi_choice_seeds']
 
 # %% ../../nbs/13_taxi.ipynb #84e094bc
 ACTIONS = ('move south', 'move north', 'move east', 'move west', 'pick up the passenger', 'drop off the passenger')
@@ -230,29 +230,16 @@ def taxi_seeds(split:str='train', # 'train', 'test' or 'all'
     env = gym.make('Taxi-v4')
     return [seed for seed in range(n_seeds) if int(env.reset(seed=seed)[0]) in keep]
 
-# %% ../../nbs/13_taxi.ipynb #7ece0a20
-class MixedStep(NamedTuple):
-    "One step of an oracle-mixed-with-random episode: raw material for reflection data."
-    state:str # the state's text before the action
-    actions:list # the actions offered (`valid_actions()`)
-    action:str # the action taken
-    oracle_action:str # the oracle's action in that state (the spoiler of reflection prompts)
-    reward:float # the step's reward
-    done:bool # whether the episode ended with this step
+# %% ../../nbs/13_taxi.ipynb #32ab2f1e
+def taxi_choice_env(config, split:str, curriculum:str) -> ChoiceEnv:
+    "A fresh DangerousTaxi on `curriculum`, with the run's pick-up rule (`config.pickup_bonus`)."
+    return DangerousTaxiEnv(TaxiConfig(curriculum=curriculum, pickup_bonus=config.pickup_bonus))
 
-# %% ../../nbs/13_taxi.ipynb #610517d3
-def mixed_oracle_rollout(env:ChoiceEnv, # any `ChoiceEnv` with an oracle
-                         seed:int, # the episode's reset seed
-                         p_random:float=0.9, # chance of a uniformly random action at each step (paper: 0.9)
-                         rng_seed:int|None=None, # seed of the random choices; None: `seed`
-                        ) -> list[MixedStep]:
-    "One episode where each step takes a random action with probability `p_random`, else the oracle's."
-    if not 0 <= p_random <= 1: raise ValueError(f"p_random must be within [0, 1], got {p_random!r}")
-    rng, state, steps = random.Random(seed if rng_seed is None else rng_seed), env.reset(seed), []
-    while not steps or not steps[-1].done:
-        actions, oracle = env.valid_actions(), env.oracle_action()
-        action = rng.choice(actions) if rng.random() < p_random else oracle
-        out = env.step(action)
-        steps.append(MixedStep(state, actions, action, oracle, out.reward, out.done))
-        state = out.observation
-    return steps
+def taxi_choice_seeds(config, split:str, n:int, offset:int) -> list[int]:
+    "`n` reset seeds whose start states the split owns, from the `offset`-th on."
+    pool = taxi_seeds(split, n_seeds=max(1000, 4 * (n + offset)))
+    return [pool[(offset + i) % len(pool)] for i in range(n)]
+
+# %% ../../nbs/13_taxi.ipynb #878cac82
+register_env('taxi', DangerousTaxiEnv, TaxiConfig, build=lambda env, simulator, config: env(config),
+             choice=ChoiceSetting(('pickup', 'dropoff', 'full'), taxi_choice_env, taxi_choice_seeds))

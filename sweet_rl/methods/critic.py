@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 
 from ..base.core import Config, artifact_dir, artifact_id, file_lock, seed_everything, stable_id
-from ..base.data import as_record, detect_kind, dialogue_turns
+from ..base.data import as_record, dialogue_turns
+from ..base.protocol import EnvViews
 from ..base.models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, head_projects_hidden,
                              load_model, per_turn, projected_logprobs, token_logprobs, unpads_by_default)
 from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, is_sharded, layer_classes, list_checkpoints,
@@ -130,16 +131,13 @@ class PairConfig(Config):
         if self.min_reward_gap < 0: raise ValueError(f"min_reward_gap must be >= 0, got {self.min_reward_gap!r}")
 
     @classmethod
-    def rule(cls, name:str, # 'backend' or 'frontend': one of the released code's pair rules (`PAIR_RULES`)
+    def rule(cls, name:str, # an environment whose `offline` view has a pair rule (ColBench's two: the released code's)
              **overrides) -> 'PairConfig':
-        "The released pair rule `name`, with any field overridden (e.g. `seed`)."
+        "The pair rule environment `name` registers (`PAIR_RULES`), with any field overridden (e.g. `seed`)."
         if name not in PAIR_RULES: raise ValueError(f"pair rule must be one of {sorted(PAIR_RULES)}, got {name!r}")
         return cls(**{**PAIR_RULES[name], **overrides})
 
-PAIR_RULES = {  # the released code's pair rules, by task kind
-    'backend': dict(pairing='best', require_success=True, success_threshold=1.0, min_reward_gap=0.0),
-    'frontend': dict(pairing='gap', require_success=False, success_threshold=0.99, min_reward_gap=0.1),
-}
+PAIR_RULES = EnvViews('offline', 'pair_rule')  # environment -> its pair rule (ColBench's: the released code's)
 
 # %% ../../nbs/20_critic.ipynb #66777cc4
 def is_success(record:dict, success_threshold:float=1.0) -> bool:
@@ -199,8 +197,7 @@ def training_info(task:dict,
         if not isinstance(info, str) or not info.strip():
             raise ValueError(f"{about}: field {info_field!r} (info_field) must be non-empty text, got {info!r:.80}")
         return info
-    if detect_kind(task) == 'frontend': info = task.get('ground_truth')
-    else: info = task.get('ground_truth') or task.get('hidden_information')
+    info = task.get('ground_truth') or task.get('hidden_information')  # a page task's is its reference; a backend task's its code
     if not isinstance(info, str) or not info:
         raise ValueError(f"{about}: no training-time information (expected a non-empty 'ground_truth' or 'hidden_information')")
     return info

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import json, math, random, re, time, warnings
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
@@ -15,18 +15,17 @@ from fastcore.basics import patch
 
 from ..base.core import Config, ConfigError, JsonlStore, atomic_write_text, register, stable_id
 from ..base.models import TransformersBackend, encode_conversations, token_logprobs, LORA_TARGETS
+from ..base.protocol import EnvViews, Reward, Setting, SettingConfig, SettingSpec, attach_view
 from ..base.rollout import RolloutConfig, env_factory, run_rollouts
 from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations,
                             list_checkpoints, policy_logprobs, reference_logprobs, training_arguments, write_results)
 
 # %% auto #0
 __all__ = ['ADVANTAGE_EPS', 'MODES', 'SETTINGS', 'group_normalize', 'mtgrpo_advantages', 'PolicyLoss', 'clipped_policy_loss',
-           'Reward', 'EpisodeRewards', 'episode_rewards', 'record_field_reward', 'search_rewards',
-           'tests_passed_reward', 'critic_turn_reward', 'Setting', 'SettingConfig', 'SearchSettingConfig',
-           'BackendSettingConfig', 'LookupSettingConfig', 'no_tool_result', 'search_setting', 'lookup_setting',
-           'backend_setting', 'SettingSpec', 'register_setting', 'setting_spec', 'MTGRPOConfig', 'online_setting',
-           'prompt_schedule', 'PromptCollator', 'agent_conversations', 'silent_groups', 'reward_stats',
-           'batch_advantages', 'MTGRPOTrainer', 'OnlinePolicy', 'train_mtgrpo', 'online_metrics', 'final_messages']
+           'EpisodeRewards', 'episode_rewards', 'critic_turn_reward', 'register_setting', 'setting_spec',
+           'MTGRPOConfig', 'online_setting', 'prompt_schedule', 'PromptCollator', 'agent_conversations',
+           'silent_groups', 'reward_stats', 'batch_advantages', 'MTGRPOTrainer', 'OnlinePolicy', 'train_mtgrpo',
+           'online_metrics', 'final_messages']
 
 # %% ../../nbs/24_mtgrpo.ipynb #bfa0dfed
 ADVANTAGE_EPS = 1e-4  # the MT-GRPO paper's group normalization: (r - mean) / (std + 1e-4)
@@ -105,14 +104,6 @@ def clipped_policy_loss(logprobs:torch.Tensor, # [B, T] log π_θ of each token 
     n = m.sum().clamp(min=1)
     return PolicyLoss((per_token * m).sum() / n, (kl * m).sum() / n, ((clipped < unclipped).to(m.dtype) * m).sum() / n)
 
-# %% ../../nbs/24_mtgrpo.ipynb #f5a0f639
-class Reward(NamedTuple):
-    "One reward of an online run: its name, level, weight, and scoring function of the episodes' records."
-    name:str
-    level:str # 'outcome' (one number per episode) or 'turn' (a number for the first agent turn, or a list, one per turn)
-    weight:float
-    score:Callable # records -> one value per record
-
 # %% ../../nbs/24_mtgrpo.ipynb #ab12f34a
 class EpisodeRewards(NamedTuple):
     "What the advantages and the logs need from the rewards of a batch of episodes."
@@ -147,148 +138,30 @@ def episode_rewards(records:Sequence[dict], # trajectory records of the batch's 
             for k, v in enumerate(p): turns[b, k] = (0 if math.isnan(turns[b, k]) else turns[b, k]) + w * v
     return EpisodeRewards(outcome.float(), turns.float(), {k: v.float() for k, v in comps.items()})
 
-# %% ../../nbs/24_mtgrpo.ipynb #310c698b
-def record_field_reward(name:str, # the reward's name, also its key in each record's `rewards` dict
-                        level:str, weight:float) -> Reward:
-    "A reward the environment already scored: `record['rewards'][name]` (what `SearchEnv.trajectory` writes)."
-    return Reward(name, level, weight, lambda records: [r['rewards'][name] for r in records])
-
-# %% ../../nbs/24_mtgrpo.ipynb #c6686f54
-def search_rewards() -> list[Reward]:
-    "The paper's six rewards with their levels and weights (`sweet_rl.envs.search.SEARCH_REWARDS`)."
-    from sweet_rl.envs.search import SEARCH_REWARDS
-    return [record_field_reward(name, t.level, t.weight) for name, t in SEARCH_REWARDS.items()]
-
-# %% ../../nbs/24_mtgrpo.ipynb #4c1d55ba
-def tests_passed_reward(weight:float=1.0) -> Reward:
-    "ColBench backend outcome: the share of the task's hidden unit tests the final answer passes."
-    return Reward('tests_passed', 'outcome', weight, lambda records: [r['tests_passed'] for r in records])
-
 # %% ../../nbs/24_mtgrpo.ipynb #60965c2b
 def critic_turn_reward(critic, # a trained critic (`sweet_rl.methods.critic.Critic`, e.g. from `sweet_rl.methods.scorers.load_critic`)
                        weight:float=1.0, name:str='critic_advantage') -> Reward:
     "Turn level: the critic's score of every agent turn (SWEET head: A_θ(o_t, a_t, c) with the training-time information)."
     return Reward(name, 'turn', weight, lambda records: [t.tolist() for t in critic.turn_scores(list(records))])
 
-# %% ../../nbs/24_mtgrpo.ipynb #f4b7d8d1
-class Setting(NamedTuple):
-    "Where an online run trains: fresh environments, prompts, and the rewards of its episodes."
-    make_env:Callable # () -> a fresh environment (its `task_class` rebuilds tasks from dicts)
-    train_tasks:list # task records the rollouts start from
-    eval_tasks:list # held-out task records
-    rewards:list # `Reward`s
-    merged:Callable|None=None # records -> one bool each: the episodes that take MT-GRPO's merged advantage (None: those with one agent turn)
-
-# %% ../../nbs/24_mtgrpo.ipynb #ee0b30f2
-@dataclass
-class SettingConfig(Config):
-    "What every online setting reads: the turn cap, the agent's prompt, the reply length and the training prompts."
-    max_turns:int=2 # agent turns per episode (search: 2, a search then an answer)
-    agent_template:str='' # path to an agent prompt file with {problem_description} (empty: the environment's own; search: `SEARCH_PROMPT`)
-    reply_chars:int|None=None # characters of an environment reply the agent reads (None: the environment's default)
-    n_tasks:int=0 # training prompts, a subset seeded by the run's seed (0: all of the training side)
-
-    def env_fields(self) -> dict:
-        "The environment config fields this setting sets (`env_factory`'s keywords): the turn cap, and the prompt and reply length when given."
-        return {'max_turns': self.max_turns, **({} if self.reply_chars is None else {'reply_chars': self.reply_chars}),
-                **({'agent_template': self.agent_template} if self.agent_template else {})}
-
-# %% ../../nbs/24_mtgrpo.ipynb #59c9e48f
-@dataclass
-class SearchSettingConfig(SettingConfig):
-    "The search setting: the tool's documents per result and the split of the country questions."
-    top_k:int=2 # documents per result
-    tool_noise:float=0.0 # chance that a query's result is random documents instead (`SearchTool`'s `noise`, drawn per query with the run's seed)
-    question_kinds:list|None=None # question kinds (None: all of `QUESTION_KINDS`)
-    test_fraction:float=0.2 # share of countries held out for evaluation
-    split_seed:int=0 # seed of the split by country (fixed apart from the run's seed, so every run evaluates the same countries)
-
-# %% ../../nbs/24_mtgrpo.ipynb #48584504
-@dataclass
-class BackendSettingConfig(SettingConfig):
-    "The ColBench backend setting: the simulated human and an optional SWEET critic as the turn reward."
-    simulator:str='smollm2-135m' # the simulated human (frozen)
-    simulator_max_new_tokens:int=64 # tokens of a simulated human's reply
-    critic_dir:str='' # a trained critic whose turn scores are the turn reward (empty: outcome reward only)
-    critic_weight:float=1.0 # weight of the critic's turn reward
-
-# %% ../../nbs/24_mtgrpo.ipynb #6df81ad2
-@dataclass
-class LookupSettingConfig(SettingConfig):
-    "The lookup setting: made-up entities with a note right `note_accuracy` of the time, a one-sentence document each, and the prompt."
-    prompt:str='current' # the agent's prompt (`sweet_rl.envs.search.LOOKUP_PROMPTS`): 'weak' (a tool call as the only example) or 'current' (both turns, a bare answer)
-    note_accuracy:float=0.7 # share of the questions whose note gives the right code
-    n_entities:int=1000 # made-up entities in the collection (training and held-out)
-    top_k:int=1 # documents per result
-    test_fraction:float=0.2 # share of entities held out for evaluation
-    entity_seed:int=0 # seed of the entities, their codes and notes, and the split (fixed apart from the run's seed, so every run sees the same collection)
-
-# %% ../../nbs/24_mtgrpo.ipynb #00720702
-def _subset(tasks:list, n:int, seed:int) -> list:
-    "A seeded subset of n tasks, in their order (n = 0: all)."
-    return tasks if not n or n >= len(tasks) else [tasks[i] for i in sorted(random.Random(f"tasks:{seed}").sample(range(len(tasks)), n))]
-
-# %% ../../nbs/24_mtgrpo.ipynb #0271045a
-def no_tool_result(records:Sequence[dict]) -> list[bool]:
-    "Search episodes whose tool calls got no result (no call, or only one the turn cap left unanswered): MT-GRPO merges their credit."
-    from sweet_rl.envs.search import has_tool_result
-    return [not has_tool_result(r['dialogue_history']) for r in records]
-
-# %% ../../nbs/24_mtgrpo.ipynb #06565e92
-def search_setting(c:SearchSettingConfig, seed:int=0) -> Setting:
-    "The paper's setting: country questions, the BM25 tool, the six rewards; credit merged where the tool gave nothing."
-    from sweet_rl.envs.search import SearchTool, search_tasks
-    make_env = env_factory('search', SearchTool(top_k=c.top_k, noise=c.tool_noise, seed=seed), **c.env_fields())
-    split = dict(test_fraction=c.test_fraction, seed=c.split_seed, kinds=c.question_kinds)
-    return Setting(make_env, _subset(search_tasks('train', **split), c.n_tasks, seed), search_tasks('test', **split), search_rewards(),
-                   no_tool_result)
-
-# %% ../../nbs/24_mtgrpo.ipynb #bbb05d9a
-def lookup_setting(c:LookupSettingConfig, seed:int=0) -> Setting:
-    "The search setting's protocol and six rewards on made-up entities whose notes compete with the tool; credit merged where the tool gave nothing."
-    from sweet_rl.envs.search import lookup_search_tool, lookup_tasks
-    make_env = env_factory('lookup', lookup_search_tool(c.n_entities, c.entity_seed, c.top_k), prompt=c.prompt, **c.env_fields())
-    split = dict(n_entities=c.n_entities, note_accuracy=c.note_accuracy, test_fraction=c.test_fraction, seed=c.entity_seed)
-    return Setting(make_env, _subset(lookup_tasks('train', **split), c.n_tasks, seed), lookup_tasks('test', **split), search_rewards(),
-                   no_tool_result)
-
-# %% ../../nbs/24_mtgrpo.ipynb #bbeb7e1f
-def backend_setting(c:BackendSettingConfig, seed:int=0) -> Setting:
-    "ColBench backend: the simulated human, tests passed as the outcome, and optionally a SWEET critic's turn scores."
-    from sweet_rl.base.data import sample_tasks
-    from sweet_rl.base.models import make_backend
-    make_env = env_factory('backend', make_backend(c.simulator), simulator_max_new_tokens=c.simulator_max_new_tokens, **c.env_fields())
-    rewards = [tests_passed_reward()]
-    if c.critic_dir:
-        from sweet_rl.methods.scorers import load_critic
-        rewards.append(critic_turn_reward(load_critic(c.critic_dir), c.critic_weight))
-    return Setting(make_env, _subset(sample_tasks('backend', 'extra'), c.n_tasks, seed), sample_tasks('backend'), rewards)
-
-# %% ../../nbs/24_mtgrpo.ipynb #0e41c9d6
-class SettingSpec(NamedTuple):
-    "A registered setting: its builder and its config dataclass."
-    build:Callable # (setting config, seed) -> `Setting`
-    config:type # a `SettingConfig` subclass: the fields `MTGRPOConfig.setting` may hold
-
-SETTINGS: dict[str, SettingSpec] = {'search': SettingSpec(search_setting, SearchSettingConfig),
-                                    'backend': SettingSpec(backend_setting, BackendSettingConfig),
-                                    'lookup': SettingSpec(lookup_setting, LookupSettingConfig)}  # `MTGRPOConfig.env` -> its spec
+# %% ../../nbs/24_mtgrpo.ipynb #0ab44a56
+SETTINGS = EnvViews('setting')  # `MTGRPOConfig.env` -> its `SettingSpec`: the environments that register a setting view
 
 # %% ../../nbs/24_mtgrpo.ipynb #b9a65112
 def register_setting(name:str, build:Callable, # (setting config, seed) -> `Setting`
                      config:type=SettingConfig, # its config dataclass (a `SettingConfig` subclass with the setting's own fields)
                      replace:bool=False):
-    "Let `MTGRPOConfig(env=name)` train where `build` says: `train_mtgrpo` and `launch` build their setting by name."
+    "Give environment `name` a setting view (better: pass `setting=` to `register_env`); `MTGRPOConfig(env=name)` trains there."
     if not (isinstance(config, type) and issubclass(config, SettingConfig)):
         raise TypeError(f"register_setting({name!r}): config must be a SettingConfig subclass, got {config!r}")
-    register(SETTINGS, name, SettingSpec(build, config), 'setting', replace)
+    attach_view(name, replace, setting=SettingSpec(build, config))
 
 # %% ../../nbs/24_mtgrpo.ipynb #9531e590
 def setting_spec(name:str) -> SettingSpec:
     "The builder and config class registered under `name`; an unknown name is an error listing the registered ones."
     if name not in SETTINGS:
         raise ValueError(f"MTGRPOConfig.env: unknown setting {name!r}; registered: {', '.join(sorted(SETTINGS))} "
-                         "(add yours with register_setting, or pass a Setting to train_mtgrpo)")
+                         "(register an environment with setting=..., or pass a Setting to train_mtgrpo)")
     return SETTINGS[name]
 
 # %% ../../nbs/24_mtgrpo.ipynb #1d0b6198
@@ -313,7 +186,7 @@ class MTGRPOConfig(TrainConfig):
     temperature:float=1.0 # sampling temperature of the rollouts
     top_p:float=1.0
     save_episodes:bool=True # write every episode of process 0 to `episodes.jsonl` in the run folder
-    env:str='search' # the registered setting `online_setting` builds: 'search' (country facts, BM25 tool), 'backend' (ColBench), or yours (`register_setting`)
+    env:str='search' # the environment whose `setting` view `online_setting` builds: 'search' (country facts, BM25 tool), 'lookup', 'backend' (ColBench), or yours
     setting:dict=field(default_factory=dict) # fields of the setting's config (`SearchSettingConfig`, `BackendSettingConfig`, or yours); the rest keep their defaults
 
     @property
@@ -353,8 +226,12 @@ class MTGRPOConfig(TrainConfig):
 
 # %% ../../nbs/24_mtgrpo.ipynb #80760d78
 def online_setting(config:MTGRPOConfig) -> Setting:
-    "The environment, prompts and rewards of the setting `config.env` names, built from `config.setting` and the run's seed."
-    return setting_spec(config.env).build(config.setting_config(), config.seed)
+    "The setting `config.env` names, built from `config.setting` and the run's seed; a `critic_dir` field adds a SWEET critic's turn reward."
+    c = config.setting_config()
+    setting = setting_spec(config.env).build(c, config.seed)
+    if not getattr(c, 'critic_dir', ''): return setting
+    from sweet_rl.methods.scorers import load_critic
+    return setting._replace(rewards=list(setting.rewards) + [critic_turn_reward(load_critic(c.critic_dir), c.critic_weight)])
 
 # %% ../../nbs/24_mtgrpo.ipynb #327dc60a
 def prompt_schedule(n_prompts:int, # prompts to draw from
@@ -556,6 +433,8 @@ def train_mtgrpo(config:MTGRPOConfig, # the method, the policy and the setting
     from transformers import TrainerCallback
     if setting is not None and not isinstance(setting, Setting):
         raise TypeError(f"train_mtgrpo(config, setting, out_dir): setting must be a Setting or None, got {type(setting).__name__}")
+    if setting is not None and (kind := getattr(setting.make_env(), 'kind', None)) and kind != config.env:
+        config = replace(config, env=kind, setting={})  # the run's config names the environment the setting plays
     out_dir = Path(out_dir)
     done = out_dir / 'policy'
     if resume and (found := OnlinePolicy.finished(done, config, device)) is not None: return found

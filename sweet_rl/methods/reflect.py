@@ -18,64 +18,32 @@ from tqdm.auto import tqdm
 from ..base.core import (Config, JsonlStore, atomic_write_text, read_jsonl, register, stable_id, write_jsonl,
                                 write_manifest)
 from ..base.models import DEFAULT_CACHE_BYTES, SamplingParams, TransformersBackend, end_of_turn_ids, generation_prompt_ids
-from ..base.protocol import ChoiceEnv
-from ..envs.taxi import DangerousTaxiEnv, MixedStep, TaxiConfig, mixed_oracle_rollout, taxi_seeds
-from ..envs.explore import ExploreConfig, ExploreEnv, explore_tasks
+from ..base.protocol import ENVIRONMENTS, ChoiceEnv, ChoiceSetting, EnvViews, MixedStep, attach_view, mixed_oracle_rollout
 from ..base.train import (ExampleDataset, ObjectiveTrainer, Policy, ProgressFile, TimedCheckpoints, TrainConfig, list_checkpoints,
                                  training_arguments)
 
 # %% auto #0
-__all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CHOICE_SETTINGS', 'EXPLORE_DEPTHS', 'EXPLORE_MAX_ENTRIES',
-           'ADVICE', 'REFLECT_OUTPUTS', 'ChoiceSetting', 'register_choice_setting', 'ReflectConfig', 'choice_env',
-           'episode_seeds', 'Memory', 'recall', 'reflection_prompt', 'policy_prompt', 'action_labels',
-           'written_reflection', 'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll',
-           'sft_target', 'label_nll', 'lora_lm', 'new_optimizer', 'SFTTrainer', 'sft_batches', 'sft', 'Reflector',
-           'OracleReflector', 'advised_action', 'advice_metrics', 'reflection_prompts', 'heldout_states',
-           'check_summary', 'advice_check', 'AdviceCurve', 'action_check', 'written_over_budget', 'returns_to_go',
-           'reinforce_loss', 'ppo_loss', 'play', 'policy_update', 'success_rate', 'ReflectPolicy', 'ReflectionModel',
-           'episode_record', 'evaluate_policy', 'clear_reflect_run', 'sft_stage', 'save_rl_checkpoint',
-           'load_rl_checkpoint', 'train_reflect']
+__all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CHOICE_SETTINGS', 'ADVICE', 'REFLECT_OUTPUTS',
+           'register_choice_setting', 'ReflectConfig', 'choice_env', 'episode_seeds', 'Memory', 'recall',
+           'reflection_prompt', 'policy_prompt', 'action_labels', 'written_reflection', 'reflection_data', 'label_ids',
+           'pad_id', 'left_padded', 'label_logprobs', 'reply_nll', 'sft_target', 'label_nll', 'lora_lm',
+           'new_optimizer', 'SFTTrainer', 'sft_batches', 'sft', 'Reflector', 'OracleReflector', 'advised_action',
+           'advice_metrics', 'reflection_prompts', 'heldout_states', 'check_summary', 'advice_check', 'AdviceCurve',
+           'action_check', 'written_over_budget', 'returns_to_go', 'reinforce_loss', 'ppo_loss', 'play',
+           'policy_update', 'success_rate', 'ReflectPolicy', 'ReflectionModel', 'episode_record', 'evaluate_policy',
+           'clear_reflect_run', 'sft_stage', 'save_rl_checkpoint', 'load_rl_checkpoint', 'train_reflect']
 
 # %% ../../nbs/25_reflect.ipynb #0872a20f
 LABELS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'  # one token each in the packaged models' vocabularies (checked by `label_ids`)
 ANALYZE, ACTION = ' # Analyze:', ' # Action:'  # the markers after which the reflection and the policy speak (the authors' prompts)
 REFLECTION_TOKENS = 64  # reflection budget: the annotator's longest reflection is 54 SmolLM2 tokens (AutoExplore), 31 on taxi; + end of turn
 
-# %% ../../nbs/25_reflect.ipynb #0e622719
-class ChoiceSetting(NamedTuple):
-    "What Reflect-RL needs of an environment, under the name `ReflectConfig.env` gives it."
-    curricula:tuple # curriculum names; the first is the default
-    make:Callable # (config, split, curriculum) -> a fresh `ChoiceEnv`
-    seeds:Callable # (config, split, n, offset) -> `n` episode seeds of the split
-    task_fields:Callable|None=None # (config) -> extra fields of an evaluation record's task (None: none)
-
-CHOICE_SETTINGS: dict[str, ChoiceSetting] = {}
-
 # %% ../../nbs/25_reflect.ipynb #73334cf4
+CHOICE_SETTINGS = EnvViews('choice')  # `ReflectConfig.env` -> its `ChoiceSetting`: the environments that register a choice view
+
 def register_choice_setting(name:str, setting:ChoiceSetting, replace:bool=False) -> ChoiceSetting:
-    "Let `ReflectConfig(env=name)` run on `setting`; registering a different one under a taken name needs `replace`."
-    return register(CHOICE_SETTINGS, name, setting, 'choice setting', replace)
-
-# %% ../../nbs/25_reflect.ipynb #3b3d4590
-def _taxi_env(config, split:str, curriculum:str) -> ChoiceEnv: return DangerousTaxiEnv(TaxiConfig(curriculum=curriculum, pickup_bonus=config.pickup_bonus))
-
-def _taxi_seeds(config, split:str, n:int, offset:int) -> list[int]:
-    pool = taxi_seeds(split, n_seeds=max(1000, 4 * (n + offset)))  # seeds whose start states the split owns
-    return [pool[(offset + i) % len(pool)] for i in range(n)]
-
-EXPLORE_DEPTHS = {'depth1': 1, 'depth2': 2, 'any': None}  # curriculum -> depth of the answer file
-
-def _explore_env(config, split:str, curriculum:str) -> ChoiceEnv:
-    depth = EXPLORE_DEPTHS[curriculum]
-    tasks = explore_tasks(split, mode=config.explore_mode, max_depth=depth)
-    return ExploreEnv(tasks, ExploreConfig(split=split, mode=config.explore_mode, max_depth=depth, seed=config.seed, max_entries=EXPLORE_MAX_ENTRIES))
-
-def _explore_seeds(config, split:str, n:int, offset:int) -> list[int]:
-    base = 0 if split == 'train' else 1_000_000  # seeds that draw tasks of the split's environment
-    return [base + offset + i for i in range(n)]
-
-register_choice_setting('taxi', ChoiceSetting(('pickup', 'dropoff', 'full'), _taxi_env, _taxi_seeds))
-register_choice_setting('explore', ChoiceSetting(tuple(EXPLORE_DEPTHS), _explore_env, _explore_seeds, lambda config: {'mode': config.explore_mode}))
+    "Give environment `name` a choice view (better: pass `choice=` to `register_env`); `ReflectConfig(env=name)` plays it."
+    return attach_view(name, replace, choice=setting).choice
 
 # %% ../../nbs/25_reflect.ipynb #f8567a4f
 @dataclass
@@ -128,7 +96,7 @@ class ReflectConfig(TrainConfig):
 
     def __post_init__(self):
         if self.env not in CHOICE_SETTINGS:
-            raise ValueError(f"env must be one of {sorted(CHOICE_SETTINGS)} (add yours with register_choice_setting), got {self.env!r}")
+            raise ValueError(f"env must be one of {sorted(CHOICE_SETTINGS)} (register an environment with choice=...), got {self.env!r}")
         ok = CHOICE_SETTINGS[self.env].curricula
         if not self.curriculum: self.curriculum = ok[0]  # a curriculum left unset follows the environment
         for name in (self.curriculum,) + ((self.warmup_curriculum,) if self.warmup_curriculum else ()):
@@ -146,8 +114,6 @@ class ReflectConfig(TrainConfig):
 def choice_env(config:ReflectConfig, split:str='train', curriculum:str|None=None) -> ChoiceEnv:
     "A fresh environment of the run (`split` 'train' or 'test'), on its curriculum or the one named."
     return CHOICE_SETTINGS[config.env].make(config, split, curriculum or config.curriculum)
-
-EXPLORE_MAX_ENTRIES = (len(LABELS) - 3) // 4  # ls, cd .., exit and up to 4 commands per entry: every state's actions get a one-token label
 
 # %% ../../nbs/25_reflect.ipynb #dbf31fef
 def episode_seeds(config:ReflectConfig, split:str, n:int, offset:int=0) -> list[int]:

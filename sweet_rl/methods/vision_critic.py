@@ -18,7 +18,7 @@ from ..base.models import add_lora, resolve_dtype, resolve_model_path
 from fastcore.basics import patch
 
 from ..base.render import Renderer
-from ..envs.frontend import extract_html
+from ..base.render import extract_html
 from ..base.train import SavedWeights
 from .critic import CriticConfig, CriticTrainer, HeadModel, TrajectoryScoring, bt_loss
 

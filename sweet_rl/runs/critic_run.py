@@ -13,9 +13,10 @@ import torch
 from ..base.core import Config, atomic_write_text, stable_id
 from ..base.data import KINDS, load_trajectories, sample_tasks, split_tasks, subset_by_task
 from ..base.models import make_backend
+from ..base.protocol import env_view
 from ..base.rollout import env_factory, scripted_rollouts
 from ..base.train import example_lengths, read_train_log, within_length
-from ..methods.critic import CriticConfig, PairConfig, make_pairs, pair_outcomes, train_critic
+from ..methods.critic import PAIR_RULES as RELEASED_RULES, CriticConfig, PairConfig, make_pairs, pair_outcomes, train_critic
 from ..methods.scorers import build_critic
 from .evaluate import bootstrap_ci
 
@@ -44,9 +45,9 @@ class CriticDataConfig(Config):
 
 # %% ../../nbs/35_critic_run.ipynb #c6fedce0
 def scripted_tasks(cfg:CriticDataConfig) -> list:
-    "The tasks of scripted data: the bundled sample (frontend: with the 40 short extra pages, shortest first), the first `n_tasks`."
-    tasks = sample_tasks(cfg.task)
-    if cfg.task == 'frontend': tasks = sorted(tasks + sample_tasks('frontend', 'extra'), key=lambda t: len(t.ground_truth))
+    "The tasks of scripted data: the environment's own (its `offline` view's `tasks`; else the bundled sample), the first `n_tasks`."
+    own = env_view(cfg.task, 'offline').get('tasks')
+    tasks = own() if own else sample_tasks(cfg.task)
     return tasks[:cfg.n_tasks] if cfg.n_tasks else tasks
 
 # %% ../../nbs/35_critic_run.ipynb #874981d4
@@ -55,7 +56,7 @@ def critic_trajectories(cfg:CriticDataConfig, run_dir, # the run folder (scripte
     "Offline trajectory records: scripted in the real environment (resumable), or loaded from `cfg.data`; cut to `n_trajectories`."
     if cfg.data == 'scripted':
         protocol = dict(max_turns=cfg.max_questions + 1, simulator_max_new_tokens=cfg.simulator_max_new_tokens)
-        if cfg.task == 'frontend': protocol['html_chars'] = cfg.html_chars
+        protocol |= {f: getattr(cfg, f) for f in env_view(cfg.task, 'offline').get('data_fields', ())}  # frontend: the page length read
         make_env = env_factory(cfg.task, make_backend(cfg.simulator) if cfg.max_questions else None, **protocol)
         out = scripted_rollouts(scripted_tasks(cfg), make_env, samples_per_task=cfg.samples_per_task, max_questions=cfg.max_questions,
                                 seed=cfg.seed, out_path=Path(run_dir) / 'offline.jsonl', tag=f"{cfg.simulator}|{cfg.task}")
@@ -69,8 +70,8 @@ PAIR_RULES = ('best', 'released')
 class HeldOutConfig(Config):
     "How trajectories become training pairs and held-out pairs: the pair rule, the length bound and the split by task."
     pair_rule:str='best' # 'best': each task's best rollout, when it succeeds, against each lower one; 'released': the released code's rule for the task
-    success_threshold:float=0 # pair_rule 'best': reward a success needs (0: 1.0 backend, 0.99 frontend)
-    max_tokens:int=0 # drop trajectories whose critic input is longer; 0 for 1024 (backend) or 1600 (frontend)
+    success_threshold:float=0 # pair_rule 'best': reward a success needs (0: the environment's released rule's, 1.0 backend, 0.99 frontend)
+    max_tokens:int=0 # drop trajectories whose critic input is longer; 0: the environment's (`offline` view: 1024 backend, 1600 frontend)
     test_fraction:float=0.5 # share of tasks held out: their pairs measure the critic and are never trained on
     seed:int=0 # seed of the split and of the pair rule
 
@@ -78,13 +79,13 @@ class HeldOutConfig(Config):
         if self.pair_rule not in PAIR_RULES: raise ValueError(f"pair_rule must be one of {PAIR_RULES}, got {self.pair_rule!r}")
 
     def pair_config(self, task:str) -> PairConfig:
-        "The pair rule for `task` ('backend' or 'frontend')."
+        "The pair rule for environment `task`: its released rule, or 'best' with the success threshold of that rule."
         if self.pair_rule == 'released': return PairConfig.rule(task, seed=self.seed)
-        return PairConfig(require_success=True, success_threshold=self.success_threshold or (1.0 if task == 'backend' else 0.99), seed=self.seed)
+        return PairConfig(require_success=True, success_threshold=self.success_threshold or RELEASED_RULES[task]['success_threshold'], seed=self.seed)
 
     def token_bound(self, task:str) -> int:
         "The longest critic input kept, in tokens."
-        return self.max_tokens or (1024 if task == 'backend' else 1600)
+        return self.max_tokens or env_view(task, 'offline', 'the critic input bound')['max_tokens']
 
 # %% ../../nbs/35_critic_run.ipynb #25490140
 @dataclass

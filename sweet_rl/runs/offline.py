@@ -12,6 +12,7 @@ from typing import Callable
 from ..base.core import Config, artifact_dir, atomic_write_text, output_entry, stable_id
 from ..base.data import KINDS, load_tasks, load_trajectories, sample_tasks, subset_by_task
 from ..base.models import make_backend
+from ..base.protocol import env_view
 from ..base.rollout import RolloutConfig, env_factory, episode_metrics, run_rollouts, scripted_rollouts, shared_rollouts
 from ..base.train import read_train_log
 from ..methods.actor import (Actor, ActorConfig, CandidateConfig, missing_scores, mtdpo_examples, offline_turns, policy_backend,
@@ -54,14 +55,14 @@ class OfflineDataConfig(Config):
         if self.task not in KINDS: raise ValueError(f"task must be one of {KINDS} (ColBench's), got {self.task!r}")
 
     def env_options(self) -> dict:
-        "The frontend environment's rendering and reward settings (empty for the backend)."
-        if self.task != 'frontend': return {}
-        return dict(simulator_mode=self.simulator_mode, metric=self.metric, clip_checkpoint=self.clip_checkpoint or None)
+        "The environment's own settings from these fields (its `offline` view's `options`: the frontend's rendering and reward)."
+        options = env_view(self.task, 'offline').get('options')
+        return options(self) if options else {}
 
     def protocol(self) -> dict:
-        "The offline episodes' protocol: turns, the human's reply budget (and the page length the frontend human reads)."
+        "The offline episodes' protocol: turns, the human's reply budget, and the fields the environment's `offline` view names (frontend: the page length)."
         out = dict(max_turns=self.max_turns, simulator_max_new_tokens=self.simulator_max_new_tokens)
-        return out | ({'html_chars': self.html_chars} if self.task == 'frontend' else {})
+        return out | {f: getattr(self, f) for f in env_view(self.task, 'offline').get('data_fields', ())}
 
 # %% ../../nbs/34_offline.ipynb #e21b4e1f
 def held_out_split(cfg:OfflineDataConfig) -> tuple[list, list]:
@@ -187,7 +188,7 @@ def sweet_examples(run:OfflineRun, data:OfflineData, records:list, candidates_pa
 # %% ../../nbs/34_offline.ipynb #abd8167c
 def critic_ranking(run:OfflineRun, examples:Examples, run_dir) -> dict:
     "The critic's ranking checked against the unit tests (`evaluate.ranking_check`), written to `critic_check.json`; {} when it cannot be."
-    if run.actor.method != 'sweet' or run.data.task != 'backend' or not all('test_cases' in r['task'] for r in examples.records): return {}
+    if run.actor.method != 'sweet' or not all('test_cases' in r['task'] for r in examples.records): return {}
     rewards = candidate_rewards(examples.records, examples.candidates_path.parent / 'rewards.jsonl')
     check = ranking_check(examples.records, examples.scores, rewards, examples.rows, seed=run.data.seed)
     atomic_write_text(Path(run_dir) / 'critic_check.json', json.dumps(check, indent=2, sort_keys=True) + '\n')  # before the long training
