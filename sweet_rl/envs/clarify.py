@@ -5,7 +5,7 @@
 # %% ../../nbs/15_clarify.ipynb #1487c6cd
 from __future__ import annotations
 import itertools, random, re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from ..base.core import stable_id
@@ -264,11 +264,17 @@ def all_families() -> list[Family]:
     "Every known family: the eight above, then the registered ones."
     return list(FAMILIES.values()) + list(EXTRA_FAMILIES.values())
 
+def _same_family(a:Family, b:Family) -> bool:
+    "The same family defined twice (its module imported beside a notebook that defines it): equal fields, a builder of one name."
+    name = lambda f: getattr(f, '__qualname__', None)
+    return a is b or (replace(a, build=None) == replace(b, build=None) and name(a.build) == name(b.build))
+
 def register_families(families:dict):
     "Make more families known to `task_spec` and `family_of`: names and signatures must not clash with known ones."
     for name, fam in families.items():
         if name != fam.name: raise ValueError(f"family registered as {name!r} is named {fam.name!r}")
-        if EXTRA_FAMILIES.get(name, fam) is not fam or name in FAMILIES: raise ValueError(f"a different family {name!r} is already known")
+        if not _same_family(EXTRA_FAMILIES.get(name, fam), fam) or name in FAMILIES:
+            raise ValueError(f"a different family {name!r} is already known")
         clash = [g.name for g in all_families() if g.signature == fam.signature and g.name != name]
         if clash: raise ValueError(f"family {name!r}: signature {fam.signature!r} is already the signature of {clash}")
         EXTRA_FAMILIES[name] = fam
