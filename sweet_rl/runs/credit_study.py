@@ -185,17 +185,20 @@ def micro_backbone(config:MicroConfig|None=None, # its size and training
     ids = [tokenizer(t, add_special_tokens=False)['input_ids'][:config.max_tokens] for t in texts]
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(s, config.steps) / config.steps)))
-    rng, log = random.Random(config.seed), []
+    rng, log, threads = random.Random(config.seed), [], torch.get_num_threads()
+    torch.set_num_threads(1)  # float sums depend on the thread count: one thread gives the same weights under any caller
     model.train()
-    for step in tqdm(range(config.steps), desc='micro backbone', disable=not progress):
-        batch = [ids[rng.randrange(len(ids))] for _ in range(config.batch_size)]
-        T = max(map(len, batch))
-        x = torch.tensor([b + [tokenizer.pad_token_id] * (T - len(b)) for b in batch])
-        mask = torch.tensor([[1] * len(b) + [0] * (T - len(b)) for b in batch])
-        labels = x.masked_fill(mask == 0, -100)
-        loss = model(input_ids=x, attention_mask=mask, labels=labels).loss
-        loss.backward(); torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0); opt.step(); sched.step(); opt.zero_grad()
-        log.append({'step': step + 1, 'loss': round(loss.item(), 4)})
+    try:
+        for step in tqdm(range(config.steps), desc='micro backbone', disable=not progress):
+            batch = [ids[rng.randrange(len(ids))] for _ in range(config.batch_size)]
+            T = max(map(len, batch))
+            x = torch.tensor([b + [tokenizer.pad_token_id] * (T - len(b)) for b in batch])
+            mask = torch.tensor([[1] * len(b) + [0] * (T - len(b)) for b in batch])
+            labels = x.masked_fill(mask == 0, -100)
+            loss = model(input_ids=x, attention_mask=mask, labels=labels).loss
+            loss.backward(); torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0); opt.step(); sched.step(); opt.zero_grad()
+            log.append({'step': step + 1, 'loss': round(loss.item(), 4)})
+    finally: torch.set_num_threads(threads)
     model.eval()
     model.save_pretrained(model_dir); tokenizer.save_pretrained(model_dir)
     write_jsonl(folder / 'train_log.jsonl', log)
