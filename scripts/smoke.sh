@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The main command: set-up, then nbs/quickstart.ipynb at its defaults. On the credit testbed (nbs/16_testbed.ipynb), a
-# positive control (SWEET's critic reading the hidden slot values as a list), SWEET's critic with the reference code and
-# without it, and a logistic baseline are trained alike, over several seeds, on pairs whose contrast is which question
-# matters; at the first turn of 114 held-out tasks, only the hidden information says which of two questions that is.
-# It prints each scorer's accuracy per seed with 95% intervals, the plan's verdict, P(A beats B) and one held-out state.
+# The main command: set-up, then nbs/quickstart.ipynb at its defaults. On the credit testbed (nbs/16_testbed.ipynb),
+# SWEET's critic with the reference code and the same critic without it are trained alike (the study's micro setting,
+# seed 0) on pairs whose contrast is which question matters; at the first turn of 114 held-out tasks, only the hidden
+# information says which of two questions that is. It prints each one's accuracy with its 95% interval, P(A beats B),
+# the study's committed ten seeds of each beside them, and one held-out state (about 6 minutes once set up).
 # Output: runs/smoke/ (summary.md, episode.txt, quickstart.png, metrics.json, the executed notebook, every run's files).
 set -euo pipefail
 cd "$(dirname "$0")/.."
