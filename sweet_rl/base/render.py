@@ -22,9 +22,10 @@ from .data import ANSWER_MARK, sample_tasks
 __all__ = ['FRONTEND_ASSETS', 'TAILWIND_BROWSER_VERSION', 'TAILWIND_BROWSER_JS', 'TAILWIND_BROWSER_SHA256', 'TAILWIND_V2_COMPAT',
            'PLACEHOLDER_RGB', 'CHROMIUM_FLAGS', 'RENDER_REVISION', 'METRICS', 'placeholder_png', 'picsum_size',
            'request_kind', 'tailwind_candidates', 'warm_tailwind_tokens', 'fold_v2_opacity', 'npm_file_for_url',
-           'npm_package_dir', 'fetch_npm_package', 'RenderConfig', 'RenderError', 'Renderer', 'font_fingerprint',
-           'is_greenish', 'render_references', 'to_image', 'PageSimilarity', 'VisualSimilarity', 'ClipWeightsMissing',
-           'ClipSimilarity', 'similarity_metric', 'WinRate', 'win_rate', 'HtmlExtractionError', 'extract_html']
+           'npm_package_dir', 'fetch_npm_package', 'RenderConfig', 'RenderError', 'Renderer', 'fontconfig_fingerprint',
+           'font_fingerprint', 'is_greenish', 'render_references', 'to_image', 'PageSimilarity', 'VisualSimilarity',
+           'ClipWeightsMissing', 'ClipSimilarity', 'similarity_metric', 'WinRate', 'win_rate', 'HtmlExtractionError',
+           'extract_html']
 
 # %% ../../nbs/04_render.ipynb #2f70a1b3
 FRONTEND_ASSETS = ASSETS_DIR / 'frontend'
@@ -464,12 +465,20 @@ def render_many(self:Renderer, htmls:Sequence[str], # pages to render
     return out
 
 # %% ../../nbs/04_render.ipynb #f49eade8
+def fontconfig_fingerprint(fontconfig_file:str|None=None, # a fontconfig file naming the font folders; None for the system's
+                          ) -> str|None:
+    "Short hash of the fonts `fc-list` finds: each one's family and style and its file's bytes. None without a font or `fc-list`."
+    env = None if fontconfig_file is None else {**os.environ, 'FONTCONFIG_FILE': str(fontconfig_file)}
+    try: out = subprocess.run(['fc-list', ':', 'family', 'style', 'file'], capture_output=True, text=True, timeout=30, env=env).stdout
+    except (OSError, subprocess.TimeoutExpired): return None
+    fonts = sorted((names, hashlib.sha256(Path(path).read_bytes()).hexdigest()) for path, _, names in (l.partition(': ') for l in out.splitlines())
+                   if Path(path).is_file())  # where the file sits draws no other pixel; its glyphs do
+    return stable_id(fonts) if fonts else None
+
 @functools.lru_cache(maxsize=1)
 def font_fingerprint() -> str|None:
-    "Short hash of the installed fonts (`fc-list`): another font set draws other pixels."
-    try: out = subprocess.run(['fc-list', ':', 'family', 'style', 'file'], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired): return None
-    return stable_id(sorted(out.splitlines()))
+    "The installed fonts' `fontconfig_fingerprint`, once per process: another font set draws other pixels."
+    return fontconfig_fingerprint()
 
 RENDER_REVISION = 1  # bump when a change to this module changes pixels, so cached screenshots are redone
 
