@@ -5,27 +5,28 @@ the policy cannot yet use (a toy model of the first-turn decision puts the line 
 (`sweet_rl.envs.search.lookup_tasks`) sets that by construction: each question on a made-up entity carries a note that
 is right `--note-accuracy` of the time, and the search returns one sentence with the right code. This samples
 `--samples` episodes of each of `--tasks` training questions at temperature 1 with the small scale's policy
-(Qwen2.5-Coder-0.5B, 64 tokens a turn, one document a search), under the weak prompt and today's (the control), and
-prints the go rule:
+(Qwen2.5-Coder-0.5B, 64 tokens a turn, one document a search), under a weak prompt and a control prompt (any two of
+`LOOKUP_PROMPTS`; by default 'weak' and 'current', today's), and prints the go rule:
 
 - weak prompt: tool use >= 0.10 (groups of 8 hold tool episodes), direct exact match >= 2.5x tool-path exact match,
   and the search finds the entity in >= 0.9 of its calls;
-- current prompt: tool-path exact match >= 0.5 (the ceiling is reachable).
+- control prompt: tool-path exact match >= 0.5 (the ceiling is reachable).
 
 Writes `episodes_<prompt>.jsonl` (resumed: a rerun samples only the episodes it lacks), `gonogo.json` (numbers, checks,
 verdict, seeds, command, wall times) and `manifest.json` under `--out`.
 
     OMP_NUM_THREADS=2 .venv/bin/python scripts/mtgrpo_gonogo.py     # 40 x 8 under each prompt: ~10 min on 2 idle cores
     OMP_NUM_THREADS=1 .venv/bin/python scripts/mtgrpo_gonogo.py --tasks 2 --samples 2 --out /tmp/gonogo   # a dry run
+    OMP_NUM_THREADS=2 .venv/bin/python scripts/mtgrpo_gonogo.py --weak notes --control guided --out OUT   # other prompts
 """
 import argparse, json, os, shlex, sys, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PROMPTS = ('weak', 'current')
-GO_RULE = {  # prompt: [(measure, comparison, threshold)]; 'direct_over_tool' is direct exact / tool-path exact
+ROLES = {'weak': 'weak', 'control': 'current'}  # role: the default prompt (`LOOKUP_PROMPTS`) sampled in it
+GO_RULE = {  # role: [(measure, comparison, threshold)]; 'direct_over_tool' is direct exact / tool-path exact
     'weak': [('tool_use', '>=', 0.10), ('direct_over_tool', '>=', 2.5), ('search_finds', '>=', 0.9)],
-    'current': [('tool_exact', '>=', 0.5)],
+    'control': [('tool_exact', '>=', 0.5)],
 }
 
 
@@ -60,10 +61,13 @@ def summary(records:list) -> dict:
     return out
 
 
-def checks(summaries:dict) -> list:
+def checks(summaries:dict, # prompt name: `summary` of its episodes
+           roles:dict|None=None, # role ('weak', 'control'): the prompt sampled in it (default `ROLES`)
+          ) -> list:
     "Each condition of the go rule with its value and whether it holds (a measure without data does not hold)."
     rows = []
-    for prompt, rule in GO_RULE.items():
+    for role, rule in GO_RULE.items():
+        prompt = (roles or ROLES)[role]
         if prompt not in summaries: continue
         s = summaries[prompt]
         for measure, op, threshold in rule:
@@ -71,13 +75,13 @@ def checks(summaries:dict) -> list:
             holds = v is not None and v >= threshold
             if measure == 'direct_over_tool' and v is None:  # tool episodes, none exact, while some direct answers are: no finite ratio, but the gap holds
                 holds = bool(s['direct_exact']['value']) and s['tool_exact']['n'] > 0
-            rows.append({'prompt': prompt, 'measure': measure, 'rule': f"{op} {threshold}", 'value': v, 'holds': holds})
+            rows.append({'role': role, 'prompt': prompt, 'measure': measure, 'rule': f"{op} {threshold}", 'value': v, 'holds': holds})
     return rows
 
 
-def verdict(rows:list, prompts) -> str:
+def verdict(rows:list, prompts, roles:dict|None=None) -> str:
     "'go' when every condition of the go rule holds under both prompts, else 'no-go' with the conditions that failed."
-    missing = [p for p in GO_RULE if p not in prompts]
+    missing = [(roles or ROLES)[r] for r in GO_RULE if (roles or ROLES)[r] not in prompts]
     failed = [f"{r['prompt']}: {r['measure']} = {r['value'] if r['value'] is None else round(r['value'], 3)} (needs {r['rule']})"
               for r in rows if not r['holds']]
     if missing: failed.append(f"not sampled: {', '.join(missing)}")
@@ -99,14 +103,18 @@ def main(argv=None):
     ap.add_argument('--max-new-tokens', type=int, default=64, help='agent tokens per turn (the small scale: 64)')
     ap.add_argument('--temperature', type=float, default=1.0, help='sampling temperature (training rollouts: 1)')
     ap.add_argument('--note-accuracy', type=float, default=0.7, help="share of the questions whose note is right")
-    ap.add_argument('--prompts', default=','.join(PROMPTS), help='comma-separated prompts to sample (weak, current)')
+    ap.add_argument('--weak', default=ROLES['weak'], help='the prompt under which the tool path should start weak (`LOOKUP_PROMPTS`)')
+    ap.add_argument('--control', default=ROLES['control'], help='the prompt under which it should not (`LOOKUP_PROMPTS`)')
     ap.add_argument('--seed', type=int, default=0, help='seed of the question subset and of the sampling')
     ap.add_argument('--entity-seed', type=int, default=0, help='seed of the entities, codes, notes and split')
     ap.add_argument('--batch-size', type=int, default=16, help='episodes generated together')
     ap.add_argument('--out', default=str(ROOT / 'results' / 'mtgrpo' / 'lookup-gonogo'))
     a = ap.parse_args(argv)
-    prompts = [p.strip() for p in a.prompts.split(',') if p.strip()]
-    if bad := [p for p in prompts if p not in PROMPTS]: ap.error(f"--prompts: unknown {bad}; choose from {list(PROMPTS)}")
+    from sweet_rl.envs.search import LOOKUP_PROMPTS
+    roles = {'weak': a.weak, 'control': a.control}
+    if bad := [p for p in roles.values() if p not in LOOKUP_PROMPTS]: ap.error(f"unknown prompt {bad}; choose from {list(LOOKUP_PROMPTS)}")
+    if a.weak == a.control: ap.error(f"--weak and --control are both {a.weak!r}: the go rule compares two prompts")
+    prompts = list(roles.values())
     from sweet_rl.base.core import atomic_write_text, write_manifest
     from sweet_rl.base.models import make_backend
     from sweet_rl.base.rollout import RolloutConfig, run_rollouts
@@ -128,8 +136,8 @@ def main(argv=None):
         sampled[prompt] = len(path.read_text().splitlines()) - before
         got[prompt] = {**summary(records), 'setting': cfg.setting}
         print(f"{prompt}: {_fmt(got[prompt])} [{wall[prompt]:.0f} s]", flush=True)
-    rows = checks(got)
-    record = {'verdict': verdict(rows, prompts), 'checks': rows, 'go_rule': GO_RULE, 'prompts': got,
+    rows = checks(got, roles)
+    record = {'verdict': verdict(rows, prompts, roles), 'checks': rows, 'go_rule': GO_RULE, 'roles': roles, 'prompts': got,
               'seeds': {'seed': a.seed, 'entity_seed': a.entity_seed}, 'params': vars(a),
               'command': ' '.join(shlex.quote(x) for x in ['scripts/mtgrpo_gonogo.py', *(sys.argv[1:] if argv is None else argv)]),
               'omp_num_threads': os.environ.get('OMP_NUM_THREADS'),

@@ -58,4 +58,10 @@ def test_go_rule():
     assert bad == ('no-go: weak: tool_use = 0.05 (needs >= 0.1); weak: direct_over_tool = 2.0 (needs >= 2.5); '
                    'weak: search_finds = 0.8 (needs >= 0.9); current: tool_exact = 0.4 (needs >= 0.5)')
     assert gonogo.verdict(gonogo.checks({'weak': go['weak']}), ['weak']) == 'no-go: not sampled: current'
-    with pytest.raises(SystemExit): gonogo.main(['--prompts', 'strong'])
+    with pytest.raises(SystemExit): gonogo.main(['--weak', 'strong'])
+    with pytest.raises(SystemExit): gonogo.main(['--weak', 'current'])  # the same prompt in both roles
+    other = {'weak': 'notes', 'control': 'guided'}  # other prompts in the roles: the rule reads each role's prompt
+    rows = gonogo.checks({'notes': go['current'], 'guided': go['weak']}, other)
+    assert [(r['role'], r['prompt']) for r in rows] == [('weak', 'notes')] * 3 + [('control', 'guided')]
+    assert gonogo.verdict(rows, ['notes', 'guided'], other) == ('no-go: notes: direct_over_tool = 0.167 (needs >= 2.5); '
+                                                               'guided: tool_exact = 0.2 (needs >= 0.5)')

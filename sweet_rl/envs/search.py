@@ -17,14 +17,14 @@ from ..base.protocol import (CollaborativeEnv, Reward, Setting, SettingConfig, S
 
 # %% auto #0
 __all__ = ['QUESTION_KINDS', 'TAGS', 'AGENT_STOP', 'FINISH_REASONS', 'NO_TOOL_CALL', 'SEARCH_REWARDS', 'SEARCH_PROMPT',
-           'UNAIDED_PROMPT', 'LOOKUP_EXAMPLE', 'LOOKUP_PROMPTS', 'country_facts', 'country_document', 'SearchTask',
-           'country_questions', 'search_tasks', 'tag_fields', 'xml_fields', 'restore_stop', 'tool_query', 'result_text',
-           'SearchTool', 'default_search_tool', 'tool_calls', 'has_tool_result', 'final_answer', 'tool_execution',
-           'answer_in_result', 'answer_present', 'exact_match', 'xml_format_score', 'xml_format', 'xml_tags_score',
-           'xml_tags', 'RewardTerm', 'reward_components', 'SearchEnvConfig', 'SearchEnv', 'entity_names', 'LookupTask',
-           'lookup_question', 'lookup_document', 'lookup_collection', 'lookup_tasks', 'lookup_search_tool',
-           'LookupEnvConfig', 'LookupEnv', 'search_rewards', 'no_tool_result', 'SearchSettingConfig',
-           'LookupSettingConfig', 'search_setting', 'lookup_setting']
+           'UNAIDED_PROMPT', 'LOOKUP_EXAMPLE', 'LOOKUP_DIRECT_EXAMPLE', 'LOOKUP_PROMPTS', 'LOOKUP_RESULT_NOTES',
+           'country_facts', 'country_document', 'SearchTask', 'country_questions', 'search_tasks', 'tag_fields',
+           'xml_fields', 'restore_stop', 'tool_query', 'result_text', 'SearchTool', 'default_search_tool', 'tool_calls',
+           'has_tool_result', 'final_answer', 'tool_execution', 'answer_in_result', 'answer_present', 'exact_match',
+           'xml_format_score', 'xml_format', 'xml_tags_score', 'xml_tags', 'RewardTerm', 'reward_components',
+           'SearchEnvConfig', 'SearchEnv', 'entity_names', 'LookupTask', 'lookup_question', 'lookup_document',
+           'lookup_collection', 'lookup_tasks', 'lookup_search_tool', 'LookupEnvConfig', 'LookupEnv', 'search_rewards',
+           'no_tool_result', 'SearchSettingConfig', 'LookupSettingConfig', 'search_setting', 'lookup_setting']
 
 # %% ../../nbs/12_search.ipynb #59ccb2ca
 def _aliases(name:str, spellings:Sequence[str]) -> list[str]:
@@ -172,8 +172,8 @@ def tool_query(message:str) -> str|None:
 
 # %% ../../nbs/12_search.ipynb #8748c277
 def result_text(content:str) -> str:
-    "The text inside an environment message's `<result>...</result>` (the whole message, stripped, without one)."
-    m = re.fullmatch(r'\s*<result>(.*)</result>\s*', content, re.S)
+    "The text inside an environment message's `<result>...</result>` (the whole message, stripped, without one); a note after the block is not part of it."
+    m = re.match(r'\s*<result>(.*)</result>', content, re.S)
     return (m.group(1) if m else content).strip()
 
 # %% ../../nbs/12_search.ipynb #8036ea74
@@ -357,6 +357,7 @@ class SearchEnvConfig(Config):
 class SearchEnv(CollaborativeEnv):
     "One search-tool question-answering episode: reason and search, read the result, reason and answer."
     kind, task_class, agent_stop = 'search', SearchTask, AGENT_STOP
+    result_note = ''  # a line after the result when the agent has one turn left (e.g. "answer now"); none by default
     def __init__(self, simulator=None, # the search tool (default: `default_search_tool()`), or anything with `generate`
                  config:SearchEnvConfig|None=None):
         super().__init__(simulator or default_search_tool(), config or SearchEnvConfig())
@@ -378,9 +379,10 @@ class SearchEnv(CollaborativeEnv):
         return self.done
 
     def hear(self, reply:str) -> list:
-        "Record the tool's result, wrapped in `<result>` and cut to `reply_chars`; return the agent's next observation."
+        "Record the tool's result, wrapped in `<result>` and cut to `reply_chars` (then `result_note` if one turn is left); return the agent's next observation."
         if self.done: raise RuntimeError("the episode is over; the tool has nothing to answer")
-        self.history.append({'role': 'user', 'content': f"<result>\n{reply.strip()[:self.config.reply_chars]}\n</result>"})
+        note = f"\n{self.result_note}" if self.result_note and self.agent_turns == self.max_turns - 1 else ''
+        self.history.append({'role': 'user', 'content': f"<result>\n{reply.strip()[:self.config.reply_chars]}\n</result>{note}"})
         return self.observation()
 
     def simulator_params(self) -> SamplingParams: return SamplingParams(max_new_tokens=1, temperature=0.0)  # unused by the tool
@@ -490,6 +492,14 @@ def lookup_search_tool(n_entities:int=1000, seed:int=0, top_k:int=1) -> SearchTo
 _EXAMPLE_CALL = (f"<reasoning>I need the access code of the {LOOKUP_EXAMPLE[0]} {LOOKUP_EXAMPLE[1]}, so I search for it.</reasoning>\n"
                  f"<tool>{LOOKUP_EXAMPLE[0]} {LOOKUP_EXAMPLE[1]} access code</tool>")
 
+LOOKUP_DIRECT_EXAMPLE = ('Ostrel', 'depot', '6104')  # a second example entity (it starts with a vowel: never generated)
+
+def _example_question(entity:str, place:str, note:str) -> str: return f"Question: {lookup_question(entity, place, note)}"
+
+_DIRECT_EXAMPLE = (f"{_example_question(*LOOKUP_DIRECT_EXAMPLE)}\n<reasoning>My notes say the code is {LOOKUP_DIRECT_EXAMPLE[2]}.</reasoning>\n"
+                   f"<answer>{LOOKUP_DIRECT_EXAMPLE[2]}</answer>")
+_ASKED_CALL = f"{_example_question(*LOOKUP_EXAMPLE)}\n{_EXAMPLE_CALL}"  # the example call after its question, so the query is read off it
+
 LOOKUP_PROMPTS = {  # prompt name: agent template
     'weak': f"""Answer the question with the help of a search tool over a collection of records.
 First think inside <reasoning>...</reasoning>. Then either search with <tool>your query</tool> (the result comes back inside <result>...</result>) or give your final answer with <answer>...</answer>. You can search once, then you must answer.
@@ -511,12 +521,36 @@ Example:
 <answer>{LOOKUP_EXAMPLE[2]}</answer>
 
 Question: {{problem_description}}""",
+    'notes': f"""Answer the question. Your notes may already give the answer, but they are not always right; you can also search a collection of records.
+First think inside <reasoning>...</reasoning>. Then either search with <tool>your query</tool> (the result comes back inside <result>...</result>) or give your final answer with <answer>...</answer>. You can search once, then you must answer.
+
+Example of answering at once:
+{_DIRECT_EXAMPLE}
+
+Example of a search:
+{_ASKED_CALL}
+
+Question: {{problem_description}}""",
+    'guided': f"""Answer the question with the help of a search tool over a collection of records.
+You have two turns. In the first, think inside <reasoning>...</reasoning>, then search with <tool>your query</tool>; the result comes back inside <result>...</result>. In the second, think inside <reasoning>...</reasoning> again, then give your final answer inside <answer>...</answer>. If you already know the answer, you may answer in your first turn.
+In <answer>, write the code alone: no sentence, no explanation.
+
+Example:
+{_ASKED_CALL}
+<result>
+{lookup_document(*LOOKUP_EXAMPLE)}
+</result>
+<reasoning>The result says the access code of the {LOOKUP_EXAMPLE[0]} {LOOKUP_EXAMPLE[1]} is {LOOKUP_EXAMPLE[2]}.</reasoning>
+<answer>{LOOKUP_EXAMPLE[2]}</answer>
+
+Question: {{problem_description}}""",
 }
+LOOKUP_RESULT_NOTES = {'guided': "This was your search. Now give your final answer inside <answer>...</answer>: the code alone."}  # prompt: line after the result
 
 @dataclass
 class LookupEnvConfig(SearchEnvConfig):
     "Protocol of a lookup episode: the search protocol, and which of `LOOKUP_PROMPTS` the agent reads."
-    prompt:str='current' # 'weak' (a tool call as the only example, no word on the answer's form) or 'current' (both turns, a bare answer)
+    prompt:str='current' # one of `LOOKUP_PROMPTS`: 'weak', 'current', 'notes' or 'guided' (see the table above)
 
     def __post_init__(self):
         if self.prompt not in LOOKUP_PROMPTS: raise ValueError(f"prompt must be one of {list(LOOKUP_PROMPTS)}, got {self.prompt!r}")
@@ -529,6 +563,7 @@ class LookupEnv(SearchEnv):
                  config:LookupEnvConfig|None=None):
         super().__init__(simulator or lookup_search_tool(), config or LookupEnvConfig())
         if not self.config.agent_template and not self.config.single_turn: self.agent_template = LOOKUP_PROMPTS[self.config.prompt]
+        self.result_note = LOOKUP_RESULT_NOTES.get(self.config.prompt, '')
 
 # %% ../../nbs/12_search.ipynb #c6686f54
 def search_rewards() -> list[Reward]:
@@ -554,7 +589,7 @@ class SearchSettingConfig(SettingConfig):
 @dataclass
 class LookupSettingConfig(SettingConfig):
     "The lookup setting: made-up entities with a note right `note_accuracy` of the time, a one-sentence document each, and the prompt."
-    prompt:str='current' # the agent's prompt (`LOOKUP_PROMPTS`): 'weak' (a tool call as the only example) or 'current' (both turns, a bare answer)
+    prompt:str='current' # the agent's prompt (`LOOKUP_PROMPTS`): 'weak', 'current', 'notes' or 'guided'
     note_accuracy:float=0.7 # share of the questions whose note gives the right code
     n_entities:int=1000 # made-up entities in the collection (training and held-out)
     top_k:int=1 # documents per result
