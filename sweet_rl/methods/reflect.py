@@ -25,11 +25,11 @@ from ..base.train import (ExampleDataset, ObjectiveTrainer, Policy, ProgressFile
 # %% auto #0
 __all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CHOICE_SETTINGS', 'ADVICE', 'REFLECT_OUTPUTS',
            'register_choice_setting', 'ReflectConfig', 'choice_env', 'episode_seeds', 'Memory', 'recall',
-           'reflection_prompt', 'policy_prompt', 'action_labels', 'written_reflection', 'reflection_data', 'label_ids',
-           'pad_id', 'left_padded', 'label_logprobs', 'reply_nll', 'sft_target', 'label_nll', 'lora_lm',
-           'new_optimizer', 'SFTTrainer', 'sft_batches', 'sft', 'Reflector', 'OracleReflector', 'advised_action',
-           'advice_metrics', 'reflection_prompts', 'heldout_states', 'check_summary', 'advice_check', 'AdviceCurve',
-           'action_check', 'written_over_budget', 'returns_to_go', 'reinforce_loss', 'ppo_loss', 'play',
+           'reflection_prompt', 'policy_prompt', 'action_labels', 'written_reflection', 'explanation',
+           'reflection_data', 'label_ids', 'pad_id', 'left_padded', 'label_logprobs', 'reply_nll', 'sft_target',
+           'label_nll', 'lora_lm', 'new_optimizer', 'SFTTrainer', 'sft_batches', 'sft', 'Reflector', 'OracleReflector',
+           'advised_action', 'advice_metrics', 'reflection_prompts', 'heldout_states', 'check_summary', 'advice_check',
+           'AdviceCurve', 'action_check', 'written_over_budget', 'returns_to_go', 'reinforce_loss', 'ppo_loss', 'play',
            'policy_update', 'success_rate', 'ReflectPolicy', 'ReflectionModel', 'episode_record', 'evaluate_policy',
            'clear_reflect_run', 'sft_stage', 'save_rl_checkpoint', 'load_rl_checkpoint', 'train_reflect']
 
@@ -167,17 +167,24 @@ def written_reflection(oracle:str, # the oracle's action in this state
     said.append(f"The best next action is: {oracle}.")
     return ' '.join(said)
 
+# %% ../../nbs/25_reflect.ipynb #e7a1c4d2
+def explanation(env:ChoiceEnv) -> Callable:
+    "How reflections on `env`'s states are written: its own `explain(state, oracle, last, negative)`, else `written_reflection`."
+    own = getattr(env, 'explain', None)
+    return own if callable(own) else lambda state, oracle, last=None, negative=True: written_reflection(oracle, last, negative)
+
 # %% ../../nbs/25_reflect.ipynb #54420d9a
 def reflection_data(config:ReflectConfig, seeds:Sequence[int]) -> list[dict]:
-    "One example per state of oracle + random episodes on training seeds: state, memory, actions, oracle action, written reflection."
+    "One example per state of oracle + random episodes on training seeds: state, memory, actions, oracle action, reflection (`explanation`)."
     env, out = choice_env(config, 'train'), []
+    explain = explanation(env)
     for seed in seeds:
         steps, memory = mixed_oracle_rollout(env, seed, config.p_random, rng_seed=config.seed * 1_000_003 + seed), []
         for i, s in enumerate(steps):
             last = steps[i - 1] if i else None
             out.append({'seed': seed, 'instruction': env.instruction, 'state': s.state, 'memory': [list(m) for m in memory],
                         'actions': list(s.actions), 'oracle': s.oracle_action,
-                        'reflection': written_reflection(s.oracle_action, last, config.negative_examples),
+                        'reflection': explain(s.state, s.oracle_action, last, config.negative_examples),
                         'after_mistake': last is not None and last.action != last.oracle_action})
             memory.append(Memory(s.action, s.reward))
     return out
@@ -480,7 +487,7 @@ def play(model, tokenizer, envs:Sequence[ChoiceEnv], # one environment per episo
     while live:
         told = record_oracle or isinstance(reflector, OracleReflector)
         oracle = [envs[i].oracle_action() if told else None for i in live]
-        if isinstance(reflector, OracleReflector): refl = [written_reflection(o, negative=False) for o in oracle]
+        if isinstance(reflector, OracleReflector): refl = [explanation(envs[i])(states[i], o, None, False) for i, o in zip(live, oracle)]
         elif reflector is not None: refl = reflector([reflection_prompt(envs[i].instruction, states[i], memory[i], config.memory) for i in live])
         else: refl = [None] * len(live)
         acts = [envs[i].valid_actions() for i in live]
