@@ -339,3 +339,27 @@ def test_info_field_replaces_the_reference(tiny_lm):
     for scorer in (CriticScorer(c), PrivilegedScorer(c.model.get_base_model(), c.tokenizer, info_field='hidden_slots')):
         assert scorer.score(task, [], ['Accept None?', 'ok']).shape == (2,)
         with pytest.raises(ValueError, match="no field 'hidden_slots'"): scorer.score(bare, [], ['Accept None?'])
+
+
+# ---------------------------------------------------------------- what a scorer takes (issue 69)
+def test_scorers_take_task_objects_and_refuse_what_is_not_env_history(tiny_lm):
+    "Every scorer takes a task object (`Task`, an environment's `env.task`) as its record, and refuses, saying so, a history that is not `env.history`."
+    from sweet_rl.base.data import Task, sample_tasks
+    from sweet_rl.base.protocol import make_env
+    from sweet_rl.methods.scorers import PrivilegedScorer, RandomScorer
+    class FirstSlot:  # a judge that always picks the first slot
+        def generate(self, convs, params=None): return ['AGENT 1 WINS'] * len(convs)
+    c = _tiny_critic(tiny_lm)
+    scorers = [CriticScorer(c), RandomScorer(0), PrivilegedScorer(c.model.get_base_model(), c.tokenizer), JudgeScorer(FirstSlot(), seed=1)]
+    env = make_env('backend')
+    observation = env.reset(sample_tasks('backend')[0])  # the agent's view: its prompt in the request's place
+    env.act('Can the signal be empty?'); observation = env.hear('Yes, return an empty list then.')
+    cands = ['Should the result be rounded?', 'I WANT TO ANSWER:\ndef f(x): return x']
+    person = Task.from_dict({'problem_description': 'Write area(w, h).', 'hidden_information': 'def area(w, h):\n    return w * h\n'})
+    wrong_histories = {'a string': observation[-1]['content'], "the agent's observation": observation,
+                       "role 'system'": [{'role': 'system', 'content': 'Be brief.'}], 'not role and content': [{'text': 'Yes.'}]}
+    for s in scorers:
+        for task in (env.task, person):  # a BackendTask and a Task: scored as their records are
+            assert [float(x) for x in s.score(task, env.history, cands)] == [float(x) for x in s.score(task.to_dict(), env.history, cands)]
+        for says, wrong in wrong_histories.items():
+            with pytest.raises(ValueError, match=f"{type(s).__name__}.score: history is .*{says}.*; it must be `env.history`"): s.score(env.task, wrong, cands)

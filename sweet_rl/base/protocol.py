@@ -4,19 +4,20 @@
 
 # %% ../../nbs/05_protocol.ipynb #84a6f47c
 from __future__ import annotations
-import importlib, random
+import importlib, math, numbers, random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
 
 from .core import Config, register
-from .data import ANSWER_MARK, dialogue_turns, request_turn
+from .data import ANSWER_MARK, Turn, chat_message, dialogue_turns, request_turn
 from .models import SamplingParams
 
 # %% auto #0
-__all__ = ['ENVIRONMENTS', 'CollaborativeEnv', 'human_replies', 'ChoiceStep', 'ChoiceEnv', 'EnvSpec', 'load_env_plugins',
-           'register_env', 'env_spec', 'env_kinds', 'env_view', 'attach_view', 'env_classes', 'env_builder', 'make_env',
-           'Reward', 'record_field_reward', 'Setting', 'SettingConfig', 'task_subset', 'SettingSpec', 'ChoiceSetting',
+__all__ = ['MESSAGE_ROLES', 'HISTORY_WANTED', 'ENVIRONMENTS', 'REWARD_LEVELS', 'CollaborativeEnv', 'human_replies', 'task_dict',
+           'checked_history', 'ChoiceStep', 'ChoiceEnv', 'EnvSpec', 'load_env_plugins', 'register_env', 'env_spec',
+           'env_kinds', 'env_view', 'attach_view', 'env_classes', 'env_builder', 'make_env', 'Reward',
+           'record_field_reward', 'Setting', 'SettingConfig', 'task_subset', 'SettingSpec', 'ChoiceSetting',
            'MixedStep', 'mixed_oracle_rollout', 'DialogueChoiceEnv', 'dialogue_choice', 'EnvViews']
 
 # %% ../../nbs/05_protocol.ipynb #d48d62d9
@@ -89,6 +90,42 @@ def human_replies(envs:Sequence[CollaborativeEnv]) -> list[str]:
     sim = envs[0].simulator
     if hasattr(sim, 'respond'): return [sim.respond(env.task, list(env.history)) for env in envs]
     return sim.generate([env.simulator_messages() for env in envs], envs[0].simulator_params())
+
+# %% ../../nbs/05_protocol.ipynb #809dfb3c
+MESSAGE_ROLES = ('user', 'assistant')  # who speaks in a dialogue: the person (simulated human), the agent
+
+def task_dict(task, # a task record (dict) or task object (`Task`, `BackendTask`, `FrontendTask`, an environment's `task_class`)
+             ) -> dict:
+    "The task as the dict record scorers and critics read: a dict as it is, a task object's `to_dict()`."
+    if isinstance(task, dict): return task
+    if isinstance(task, Mapping): return dict(task)
+    if callable(getattr(task, 'to_dict', None)): return task.to_dict()
+    raise TypeError(f"expected a task: a record (dict) or a task object with to_dict() (Task, BackendTask, FrontendTask), got {type(task).__name__}")
+
+# %% ../../nbs/05_protocol.ipynb #ce828e20
+HISTORY_WANTED = "`env.history`, a list of {'role', 'content'} messages with roles 'user' (the person) and 'assistant' (the agent)"
+
+def checked_history(history, # `env.history` or a saved `dialogue_history`: messages as dicts or `Turn`s, the request first or not at all
+                    task=None, # the episode's task: an observation, whose first message is the agent's prompt, is told by its request
+                    who:str='scorer', # what reads the history, for the error message
+                   ) -> list[dict]:
+    "`history` checked to be a dialogue (`Turn`s become `{role, content}` dicts, dicts stay as they are); anything else is refused by name."
+    def refuse(got): return ValueError(f"{who}: history is {got}; it must be {HISTORY_WANTED}")
+    if isinstance(history, str): raise refuse(f"a string {history[:60]!r} (an observation's text?)")
+    if not isinstance(history, (list, tuple)): raise refuse(f"a {type(history).__name__} {str(history)[:60]!r}")
+    out = []
+    for i, m in enumerate(history):
+        if isinstance(m, Turn): m = chat_message(m)
+        if not isinstance(m, dict): raise refuse(f"not a list of messages (history[{i}] is {type(m).__name__} {str(m)[:40]!r})")
+        if 'role' not in m or 'content' not in m: raise refuse(f"not a list of messages (history[{i}] has keys {list(m)}, not role and content)")
+        if m['role'] not in MESSAGE_ROLES: raise refuse(f"a dialogue with an unknown role (history[{i}] has role {m['role']!r})")
+        if not isinstance(m['content'], str): raise refuse(f"not a list of messages (history[{i}] has {type(m['content']).__name__} content, not text)")
+        out.append(m)
+    request = task_dict(task).get('problem_description') if task is not None else None
+    first = out[0]['content'] if out and out[0]['role'] == 'user' else None
+    if isinstance(request, str) and request and first not in (None, request) and request in first:
+        raise refuse("the agent's observation, what reset, step and observation return (history[0] is its prompt, not the request)")
+    return out
 
 # %% ../../nbs/05_protocol.ipynb #a3788572
 class ChoiceStep(NamedTuple):
@@ -191,12 +228,27 @@ def make_env(kind:str, simulator=None, **config):
     return env_builder(kind, simulator, **config)()
 
 # %% ../../nbs/05_protocol.ipynb #f5a0f639
-class Reward(NamedTuple):
-    "One reward of an online run: its name, level, weight, and scoring function of the episodes' records."
-    name:str
-    level:str # 'outcome' (one number per episode) or 'turn' (a number for the first agent turn, or a list, one per turn)
-    weight:float
+REWARD_LEVELS = ('outcome', 'turn')  # one number per episode; a number for the first agent turn, or a list, one per turn
+
+class _RewardFields(NamedTuple):
+    name:str # the reward's name (its column in the logs)
+    level:str # 'outcome' or 'turn' (`REWARD_LEVELS`)
+    weight:float # its weight in the sum of rewards of its level: finite, >= 0
     score:Callable # records -> one value per record
+
+class Reward(_RewardFields):
+    "One reward of an online run: its name, level, weight, and scoring function of the episodes' records; checked when made."
+    __slots__ = ()
+    def __new__(cls, name:str, level:str, weight:float, score:Callable):
+        if not isinstance(name, str) or not name: raise ValueError(f"Reward: name must be a non-empty string, got {name!r}")
+        if level not in REWARD_LEVELS: raise ValueError(f"Reward {name!r}: level must be 'outcome' or 'turn', got {level!r}")
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real) or not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"Reward {name!r}: weight must be a finite number >= 0, got {weight!r}")
+        if not callable(score): raise ValueError(f"Reward {name!r}: score must be a function records -> values, got {type(score).__name__}")
+        return super().__new__(cls, name, level, weight, score)
+
+    @classmethod
+    def _make(cls, values): return cls(*values)  # so `_replace` checks as well
 
 # %% ../../nbs/05_protocol.ipynb #310c698b
 def record_field_reward(name:str, # the reward's name, also its key in each record's `rewards` dict

@@ -178,6 +178,9 @@ def make_pairs(trajectories:Sequence, # trajectory records (dicts or `Trajectory
     return pairs
 
 # %% ../../nbs/20_critic.ipynb #b57ab1de
+# {reference} is the task's hidden information (`training_info`). The wording speaks of a final answer because ColBench's
+# hidden information is one (the reference code / page); the committed critics and results were made with this text, so
+# it stays: pass `template` (`CriticConfig.template`) to word it otherwise.
 CRITIC_PROMPT = ("You are judging a collaboration between an AI agent and a human. The human wants the following:\n"
                  "{problem_description}\n\n"
                  "The final answer the human has in mind (never shown to the agent) is:\n{reference}\n\n"
@@ -186,9 +189,9 @@ CRITIC_PROMPT_NO_INFO = ("You are judging a collaboration between an AI agent an
                          "{problem_description}\n\nThe conversation follows.")
 
 def training_info(task:dict,
-                  info_field:str|None=None, # task field that holds the training-time information; None: the reference code/page
+                  info_field:str|None=None, # task field that holds the hidden information; None: the default below (ColBench: the reference code / page)
                  ) -> str:
-    "The training-time information of a task: the text of its `info_field`, else the reference code (backend), reference HTML (frontend) or what only the person knows (`Task`)."
+    "The hidden information of a task (what the critic reads in training): its `info_field`'s text, else `ground_truth` (ColBench: the reference code or HTML), else `hidden_information` (`Task`: what only the person knows)."
     about = f"task {str(task.get('problem_description', ''))[:60]!r}"
     if info_field is not None:
         if info_field not in task:
@@ -204,9 +207,9 @@ def training_info(task:dict,
 
 # %% ../../nbs/20_critic.ipynb #22b163b0
 def critic_messages(trajectory, # trajectory record (dict or `Trajectory`)
-                    use_hidden_info:bool=True, # include the training-time information
-                    template:str|None=None, # first-message template with {problem_description} and {reference}
-                    info_field:str|None=None, # task field that holds the training-time information (None: the reference code/page)
+                    use_hidden_info:bool=True, # include the hidden information
+                    template:str|None=None, # first-message template with {problem_description} and {reference} (the hidden information)
+                    info_field:str|None=None, # task field that holds the hidden information (None: `training_info`'s default; ColBench: the reference code / page)
                    ) -> list[dict]:
     "The critic's chat: one message with the task (and the training-time information), then the dialogue history."
     r = as_record(trajectory)
@@ -218,10 +221,10 @@ def critic_messages(trajectory, # trajectory record (dict or `Trajectory`)
 
 # %% ../../nbs/20_critic.ipynb #65c6d7ad
 def encode_critic_inputs(tokenizer, trajectories:Sequence,
-                         use_hidden_info:bool=True, # include the training-time information
+                         use_hidden_info:bool=True, # include the hidden information
                          template:str|None=None, # first-message template (see `critic_messages`)
                          max_length:int|None=None, # refuse longer inputs
-                         info_field:str|None=None, # task field that holds the training-time information (None: the reference)
+                         info_field:str|None=None, # task field that holds the hidden information (None: `training_info`'s default; ColBench: the reference)
                         ) -> EncodedConversations:
     "Tokenize critic inputs of many trajectories; `turn_index` marks the agent turns' tokens."
     return encode_conversations(tokenizer, [critic_messages(t, use_hidden_info, template, info_field) for t in trajectories],
@@ -246,12 +249,12 @@ def ranking_normalization(normalization:str) -> str:
     return 'paper' if normalization == 'release' else normalization
 
 # %% ../../nbs/20_critic.ipynb #01c70e78
-def candidate_inputs(tokenizer, task:dict, # the task, with its training-time information
+def candidate_inputs(tokenizer, task:dict, # the task record, with its hidden information
                      history:Sequence[dict], # dialogue so far: {role, content} messages, ending before the agent's turn
                      candidates:Sequence[str], # N candidate next agent messages
                      use_hidden_info:bool=True, template:str|None=None,
                      max_length:int|None=None,
-                     info_field:str|None=None, # task field that holds the training-time information (None: the reference)
+                     info_field:str|None=None, # task field that holds the hidden information (None: `training_info`'s default; ColBench: the reference)
                     ) -> tuple[EncodedConversations, int]:
     "Encoded critic inputs `context + candidate` for every candidate, and the index of the candidates' agent turn."
     if isinstance(candidates, str) or not candidates: raise ValueError("candidates must be a non-empty list of strings")
@@ -273,8 +276,8 @@ class CriticConfig(TrainConfig):
     "What the critic is and how it is trained (defaults: smoke scale on CPU; Table 5 values in comments)."
     model:str='smollm2-135m' # preset, local folder or cached hub id of the critic backbone
     head:str='sweet' # 'sweet' (Eq. 3), 'regression' (BT on a scalar head), 'value' (success classifier) or 'vision' (VLM, frontend)
-    use_hidden_info:bool=True # the critic reads the reference code / page
-    info_field:str|None=None # task field that holds the training-time information; None: the reference code/page
+    use_hidden_info:bool=True # the critic reads the task's hidden information (ColBench: the reference code / page)
+    info_field:str|None=None # task field that holds the hidden information; None: `training_info`'s default (ColBench: the reference code / page)
     normalization:str='paper' # 'paper', 'release' or 'none' (SWEET head only)
     template:str|None=None # critic first-message template (None: `CRITIC_PROMPT` / `CRITIC_PROMPT_NO_INFO`)
     lr:float=1e-4 # paper: 2e-7 for full fine-tuning of 8B models
@@ -343,7 +346,7 @@ class CriticCollator:
     use_hidden_info:bool=True
     template:str|None=None
     max_length:int|None=None
-    info_field:str|None=None # task field that holds the training-time information (None: the reference)
+    info_field:str|None=None # task field that holds the hidden information (None: `training_info`'s default; ColBench: the reference)
 
     def _enc(self, trajs, prefix):
         e = encode_critic_inputs(self.tokenizer, trajs, self.use_hidden_info, self.template, self.max_length, self.info_field)

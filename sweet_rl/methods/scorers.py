@@ -13,6 +13,7 @@ import torch
 
 from ..base.core import stable_id
 from ..base.data import format_dialogue
+from ..base.protocol import checked_history, task_dict
 from ..base.models import (EncodedConversations, SamplingParams, cached_logprobs, gather_logprobs, load_model, load_tokenizer,
                              make_backend, resolve_dtype, resolve_model_path, token_logprobs, unpads_by_default, vllm_lora_rank)
 from ..base.train import frozen_reference
@@ -21,10 +22,20 @@ from .critic import (Critic, CriticConfig, HeadModel, backbone_decoder, candidat
 from .vision_critic import VisionCritic
 
 # %% auto #0
-__all__ = ['JUDGE_PROMPT', 'candidate_advantage', 'lm_forward', 'score_candidates_full', 'shared_prefix_length', 'repeat_cache',
-           'candidate_batches', 'candidates_per_pass', 'prefix_tokens', 'score_candidates', 'score_with_head',
-           'scoring_dtype', 'weights_as', 'CriticScorer', 'critic_class', 'build_critic', 'load_critic', 'RandomScorer',
-           'mean_logprob_gap', 'PrivilegedScorer', 'parse_verdict', 'JudgeScorer', 'VLLMScorer']
+__all__ = ['JUDGE_PROMPT', 'scorer_inputs', 'candidate_advantage', 'lm_forward', 'score_candidates_full', 'shared_prefix_length',
+           'repeat_cache', 'candidate_batches', 'candidates_per_pass', 'prefix_tokens', 'score_candidates',
+           'score_with_head', 'scoring_dtype', 'weights_as', 'CriticScorer', 'critic_class', 'build_critic',
+           'load_critic', 'RandomScorer', 'mean_logprob_gap', 'PrivilegedScorer', 'parse_verdict', 'JudgeScorer',
+           'VLLMScorer']
+
+# %% ../../nbs/22_scorers.ipynb #8fdef6d2
+def scorer_inputs(task, # a task record (dict) or task object (`Task`, `BackendTask`, ...)
+                  history, # `env.history`: the dialogue so far as {role, content} messages
+                  scorer:str, # who asks, for error messages (e.g. 'CriticScorer')
+                 ) -> tuple[dict, list[dict]]:
+    "The task as a record and the checked dialogue (`task_dict`, `checked_history`): what every scorer here reads."
+    task = task_dict(task)
+    return task, checked_history(history, task, f"{scorer}.score")
 
 # %% ../../nbs/22_scorers.ipynb #8098ab92
 def candidate_advantage(ratio:torch.Tensor, # [N, S] log-ratio of each candidate token (0 elsewhere)
@@ -45,7 +56,7 @@ def lm_forward(model, ids, mask, logits_to_keep=0):
 def score_candidates_full(model, tokenizer, task:dict, history:Sequence[dict], candidates:Sequence[str],
                           use_hidden_info:bool=True, normalization:str='paper', template:str|None=None,
                           ref_model=None, batch_size:int=16,
-                          info_field:str|None=None, # task field that holds the training-time information (None: the reference)
+                          info_field:str|None=None, # task field that holds the hidden information (None: `training_info`'s default; ColBench: the reference)
                          ) -> torch.Tensor:
     "Advantage of each candidate, each scored on its own full sequence (the slow reference path), `[N]`."
     check_normalization(normalization)
@@ -116,7 +127,7 @@ def score_candidates(model, # critic: a peft model (reference = adapter disabled
                      chunk_tokens:int|None=1024, # candidate tokens projected to the vocabulary at a time (`cached_logprobs`)
                      unpad:bool|None=None, # one candidate per pass, no work on padding (`candidates_per_pass`; None: `unpads_by_default`)
                      skip_prefix:str|None=None, # leave the tokens of this leading text (e.g. the answer mark) out of each candidate's mean
-                     info_field:str|None=None, # task field that holds the training-time information (None: the reference)
+                     info_field:str|None=None, # task field that holds the hidden information (None: `training_info`'s default; ColBench: the reference)
                     ) -> torch.Tensor:
     "Advantage A_θ(o_t, a, c) of each candidate action `a`, `[N]`; the shared context is run once per model."
     check_normalization(normalization)
@@ -151,7 +162,7 @@ def score_with_head(model:HeadModel, tokenizer, task:dict, history:Sequence[dict
                     use_hidden_info:bool=True, template:str|None=None, batch_size:int=16,
                     probability:bool=False, # the value head's success probability (sigmoid) instead of its logit
                     unpad:bool|None=None, # one candidate per pass, no work on padding (`candidates_per_pass`; None: `unpads_by_default`)
-                    info_field:str|None=None, # task field that holds the training-time information (None: the reference)
+                    info_field:str|None=None, # task field that holds the hidden information (None: `training_info`'s default; ColBench: the reference)
                    ) -> torch.Tensor:
     "Head value of each candidate's turn, `[N]`, with the shared context run once and its cache reused."
     enc, k = candidate_inputs(tokenizer, task, history, candidates, use_hidden_info, template, info_field=info_field)
@@ -206,8 +217,11 @@ class CriticScorer:
         self.critic, self.batch_size, self.name, self.skip_prefix = critic, batch_size, name or type(critic).__name__, skip_prefix
         self.dtype = dtype
 
-    def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str]) -> torch.Tensor:
+    def score(self, task, # a task record (dict) or task object (`Task`, ...)
+              history:Sequence[dict], # `env.history`: the dialogue so far as {role, content} messages
+              candidates:Sequence[str]) -> torch.Tensor:
         "Score of each candidate next action after `history`, `[N]`; higher is better."
+        task, history = scorer_inputs(task, history, 'CriticScorer')
         c, m = self.critic.config, self.critic
         if c.head == 'vision': return m.candidate_scores(task, history, candidates, self.batch_size)
         dtype = scoring_dtype(self.dtype, m.device)
@@ -242,8 +256,9 @@ class RandomScorer:
     def __init__(self, seed:int=0): self.seed = seed # seed of the scores
     @property
     def name(self) -> str: return f'random(seed={self.seed})'
-    def score(self, task:dict, history:Sequence, candidates:Sequence[str]) -> list:
+    def score(self, task, history:Sequence, candidates:Sequence[str]) -> list:
         "One score in [0, 1) per candidate; a function of the seed and the inputs only, so reruns and resumes agree."
+        task, history = scorer_inputs(task, history, 'RandomScorer')
         rng = random.Random(stable_id([self.seed, task, list(history), list(candidates)]))
         return [rng.random() for _ in candidates]
 
@@ -263,7 +278,7 @@ class PrivilegedScorer:
                  tokenizer=None, # needed with a loaded model
                  batch_size:int=8, # candidates per forward pass
                  dtype='auto', # what it computes in (`scoring_dtype`): 'auto' is float32 on a CPU; on a GPU bfloat16 when loading by name, else the model's own
-                 info_field:str|None=None, # task field that holds the training-time information (None: the reference)
+                 info_field:str|None=None, # task field that holds the hidden information (None: `training_info`'s default; ColBench: the reference)
                  device:str|None=None, # where a model given by name is loaded (default: cuda when available)
                 ):
         if isinstance(model, (str, Path)):
@@ -283,7 +298,9 @@ class PrivilegedScorer:
                 out += [lp[i][turn[i] == k] for i in range(len(ids))]
         return out
 
-    def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str]) -> torch.Tensor:
+    def score(self, task, history:Sequence[dict], candidates:Sequence[str]) -> torch.Tensor:
+        "Per candidate, how much the hidden information raises its tokens' mean log-prob, `[N]`."
+        task, history = scorer_inputs(task, history, 'PrivilegedScorer')
         return mean_logprob_gap(self.candidate_logprobs(task, history, candidates, True),
                                 self.candidate_logprobs(task, history, candidates, False))
 
@@ -308,10 +325,10 @@ def parse_verdict(text:str) -> int|None:
 class JudgeScorer:
     "Pairwise LLM judge: each candidate's score is the share of its comparisons it won (no verdict: half a win)."
     def __init__(self, backend, # a generation backend (`make_backend` spec or instance)
-                 use_hidden_info:bool=True, # show the judge the reference answer (the paper's setting)
+                 use_hidden_info:bool=True, # show the judge the hidden information (the paper's setting; ColBench: the reference answer)
                  max_opponents:int|None=None, # comparisons per candidate (None: full round robin)
                  max_new_tokens:int=128, # judge reply budget
-                 reference_chars:int=6000, # the reference is cut to this many characters in the prompt
+                 reference_chars:int=6000, # the hidden information is cut to this many characters in the prompt
                  template:str|None=None, # prompt with the fields of `JUDGE_PROMPT`
                  seed:int=0):
         self.backend, self.use_hidden_info, self.max_opponents = backend if hasattr(backend, 'generate') else make_backend(backend), use_hidden_info, max_opponents
@@ -333,8 +350,9 @@ class JudgeScorer:
         return self.template.format(problem_description=task['problem_description'], reference_block=ref,
                                     dialogue=dialogue, first=first, second=second)
 
-    def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str], batch_size:int|None=None) -> torch.Tensor:
+    def score(self, task, history:Sequence[dict], candidates:Sequence[str], batch_size:int|None=None) -> torch.Tensor:
         "Share of won comparisons for each candidate, `[N]`."
+        task, history = scorer_inputs(task, history, 'JudgeScorer')
         n = len(candidates)
         if n == 1: return torch.ones(1)
         rng = random.Random(f"{self.seed}:{stable_id([task.get('problem_description'), list(history), list(candidates)])}")
@@ -384,8 +402,9 @@ class VLLMScorer:
             for t in range(1, len(row)): lp[b, t] = out.prompt_logprobs[t][row[t]].logprob
         return lp
 
-    def score(self, task:dict, history:Sequence[dict], candidates:Sequence[str], batch_size:int|None=None) -> torch.Tensor:
+    def score(self, task, history:Sequence[dict], candidates:Sequence[str], batch_size:int|None=None) -> torch.Tensor:
         "Advantage of each candidate next action after `history`, `[N]` (as `Critic.score`)."
+        task, history = scorer_inputs(task, history, 'VLLMScorer')
         c = self.config
         enc, k = candidate_inputs(self.tokenizer, task, history, candidates, c.use_hidden_info, c.template, info_field=c.info_field)
         rows = [ids[:int(m.sum())].tolist() for ids, m in zip(enc.input_ids, enc.attention_mask)]
