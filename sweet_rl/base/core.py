@@ -4,22 +4,22 @@
 
 # %% ../../nbs/00_core.ipynb #d3adc9b0
 from __future__ import annotations
-import difflib, fcntl, gzip, hashlib, importlib.metadata, json, os, platform, random, subprocess, sys, time, warnings
+import difflib, fcntl, functools, gzip, hashlib, importlib.metadata, json, os, platform, random, subprocess, sys, time, typing, warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, asdict
+from dataclasses import MISSING, dataclass, fields, asdict
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, ClassVar, Iterable, Iterator, Sequence
 
 from fastcore.docments import docments
 
 # %% auto #0
 __all__ = ['PKG_DIR', 'ASSETS_DIR', 'REPO_ROOT', 'USER_ERRORS', 'LIVE_SUFFIX', 'MANIFEST_PACKAGES', 'LATER_PARAMS', 'RUN_REF',
-           'cache_dir', 'seed_everything', 'ConfigError', 'expand_env', 'run_cli', 'register', 'Config',
-           'atomic_write_text', 'write_progress', 'Busy', 'file_lock', 'lock_holder', 'stable_id', 'best_index',
-           'JsonlError', 'gzip_bytes', 'stored_file', 'stored_files', 'read_stored', 'pack_file', 'read_jsonl',
-           'write_jsonl', 'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest', 'run_params',
-           'run_identity', 'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry', 'artifact_id',
-           'artifact_dir']
+           'cache_dir', 'seed_everything', 'ConfigError', 'expand_env', 'run_cli', 'register', 'config_help', 'Config',
+           'StagedRun', 'atomic_write_text', 'write_progress', 'Busy', 'file_lock', 'lock_holder', 'stable_id',
+           'best_index', 'JsonlError', 'gzip_bytes', 'stored_file', 'stored_files', 'read_stored', 'pack_file',
+           'read_jsonl', 'write_jsonl', 'JsonlStore', 'git_state', 'device_info', 'run_manifest', 'write_manifest',
+           'run_params', 'run_identity', 'run_dir_for', 'start_run', 'resolve_run_output', 'output_entry',
+           'artifact_id', 'artifact_dir']
 
 # %% ../../nbs/00_core.ipynb #5c43c3fe
 PKG_DIR = Path(__file__).resolve().parents[1] if '__file__' in globals() else Path('../sweet_rl').resolve()  # the package, above base/
@@ -99,10 +99,38 @@ def register(registry:dict, name:str, value,
     registry[name] = value
     return value
 
+# %% ../../nbs/00_core.ipynb #7067e578
+_reading_docs = False  # True while `config_help` reads comments: `docments` asks each class it reads for its docstring
+
+class _ConfigHelp(type):
+    "Metaclass of `Config`: the docstring of a config class, as `help()` and `?` show it, lists its fields (`config_help`)."
+    @property
+    def __doc__(cls):
+        own = vars(cls).get('__doc__')
+        if _reading_docs or '__match_args__' not in vars(cls): return own  # @dataclass sets `__match_args__` last: still being built
+        return config_help(cls)
+
+    @__doc__.setter
+    def __doc__(cls, text): type.__dict__['__doc__'].__set__(cls, text)  # @dataclass names a class without a docstring by its signature
+
+@functools.cache
+def config_help(cls) -> str:
+    "A `Config` class's docstring for `help()`: its own line, then a line per field, `name: type = default  # its docments comment`."
+    global _reading_docs
+    _reading_docs = True
+    try: docs = cls.field_docs()
+    finally: _reading_docs = False
+    kind = lambda t: t if isinstance(t, str) else getattr(t, '__name__', repr(t))
+    default = lambda f: (f" = {f.default!r}" if f.default is not MISSING else
+                         '' if f.default_factory is MISSING else f" = {f.default_factory()!r}")
+    rows = [f"    {f.name}: {kind(f.type)}{default(f)}" + (f"  # {docs[f.name]}" if docs[f.name] else '') for f in fields(cls)]
+    own = vars(cls).get('__doc__') or cls.__name__
+    return '\n'.join([own, '', 'Fields (name: type = default  # what it is):', *rows]) if rows else own
+
 # %% ../../nbs/00_core.ipynb #dc4badb6
 @dataclass
-class Config:
-    "Base for hyperparameter dataclasses: JSON round-trip, unknown keys refused, docments as help."
+class Config(metaclass=_ConfigHelp):
+    "Base for hyperparameter dataclasses: JSON round-trip, unknown keys refused, docments as help (`help(cls)` lists the fields)."
     @classmethod
     def field_docs(cls) -> dict:
         "Help text of each field, taken from its docments comment (a field a subclass redeclares: the subclass's comment)."
@@ -153,6 +181,38 @@ class Config:
         try: d = json.loads(path.read_text(encoding='utf-8'))
         except json.JSONDecodeError as e: raise ConfigError(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
         return cls.from_dict(d, source=str(path))
+
+# %% ../../nbs/00_core.ipynb #50f0a9a0
+@dataclass
+class StagedRun:
+    "Base of a run's dataclass: its fields are the stages' configs and the run's own settings; a parameter reaches the stages whose field it names."
+    shared:ClassVar[dict] = {} # parameter -> the stages that take it on purpose; a name that two stages' fields match is refused otherwise
+    prefixes:ClassVar[dict] = {} # stage -> the prefix of its parameters ('critic_': `critic_lr` is its `lr`); None: built by hand, from no name
+
+    @classmethod
+    def stage_fields(cls, params:dict) -> dict:
+        "{stage: (its field names, the prefix of its parameters)} for each `Config` field; 'run' for the run's own fields."
+        hints, stages, own = typing.get_type_hints(cls), {}, set()
+        for f in fields(cls):
+            config = next((t for t in (hints[f.name], *typing.get_args(hints[f.name])) if isinstance(t, type) and issubclass(t, Config)), None)
+            if config is None: own.add(f.name)
+            elif (prefix := cls.prefixes.get(f.name, '')) is not None: stages[f.name] = ({g.name for g in fields(config)}, prefix)
+        return stages | ({'run': (own, '')} if own else {})
+
+    @classmethod
+    def routes(cls, params:dict) -> dict:
+        "{parameter: the stages whose field it names}; a name that reaches stages `shared` does not declare for it is a `ConfigError`."
+        stages = cls.stage_fields(params)
+        routes = {k: [s for s, (names, prefix) in stages.items() if k.startswith(prefix) and k[len(prefix):] in names] for k in params}
+        for k, hit in routes.items():
+            if len(hit) > 1 and any(s not in cls.shared.get(k, ()) for s in hit):
+                raise ConfigError(f"parameters: {k!r} names a field of {len(hit)} stages of {cls.__name__} ({', '.join(hit)}), which would all take "
+                                  f"its value. If each should, declare it: {cls.__name__}.shared = {{{k!r}: {tuple(hit)!r}}}; else give the stages a "
+                                  f"prefix ({cls.__name__}.prefixes = {{{hit[0]!r}: '{hit[0]}_'}} reads {hit[0]}_{k}), or rename a field")
+        return routes
+
+    def to_dict(self) -> dict: return asdict(self)  # each stage's values, as the run uses them
+    def save(self, path) -> Path: return Config.save(self, path)  # the format of a config's file
 
 # %% ../../nbs/00_core.ipynb #51935ea5
 def atomic_write_text(path, text:str) -> Path:

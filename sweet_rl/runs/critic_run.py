@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-from ..base.core import Config, atomic_write_text, stable_id
+from ..base.core import Config, StagedRun, atomic_write_text, stable_id
 from ..base.data import KINDS, load_trajectories, sample_tasks, split_tasks, subset_by_task
 from ..base.models import make_backend
 from ..base.protocol import env_view
@@ -144,16 +144,18 @@ def heldout_accuracy(outcomes:list, pairs:list, seed:int=0) -> dict:
 
 # %% ../../nbs/35_critic_run.ipynb #bb5af515
 @dataclass
-class CriticRun:
+class CriticRun(StagedRun):
     "Every stage's config of one critic run."
     data:CriticDataConfig
     critic:CriticConfig
     heldout:HeldOutConfig
     max_steps:int=32 # stop training after this many optimizer steps (-1: the critic's epochs)
+    shared = {'seed': ('data', 'critic', 'heldout')}  # the run's one seed: the scripted rollouts, the critic's training and the split
 
     @classmethod
     def from_params(cls, params:dict): # the parameters of `nbs/train_critic.ipynb` (all of them: defaults included)
-        "Each stage's config from the flat parameters (the critic's `max_length` is unset: over-long trajectories are dropped before the split)."
+        "Each stage's config from the flat parameters it names (`routes`; the critic's `max_length` is unset: over-long trajectories are dropped before the split)."
+        cls.routes(params)
         return cls(CriticDataConfig.from_params(params), CriticConfig.from_params(params, max_length=None),
                    HeldOutConfig.from_params(params), params['max_steps'])
 
@@ -184,8 +186,9 @@ def critic_metrics(run:CriticRun, trajectories:list, split:PairSplit, steps:list
 # %% ../../nbs/35_critic_run.ipynb #f94718db
 def run_critic(run:CriticRun, run_dir, # the run folder (`core.start_run`)
                say:Callable=print) -> dict:
-    "Trajectories -> split and pairs -> untrained check -> training -> held-out accuracy; writes `heldout.jsonl` and `metrics.json`."
+    "Trajectories -> split and pairs -> untrained check -> training -> held-out accuracy; writes `run_config.json`, `heldout.jsonl` and `metrics.json`."
     run_dir, seconds, started = Path(run_dir), {}, time.time()
+    run.save(run_dir / 'run_config.json')  # each stage's values: where every parameter went
     t0 = time.time()
     trajectories = critic_trajectories(run.data, run_dir)
     seconds['trajectories'] = time.time() - t0

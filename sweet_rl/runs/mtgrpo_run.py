@@ -5,14 +5,14 @@
 # %% ../../nbs/36_mtgrpo_run.ipynb #add43f35
 from __future__ import annotations
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Callable
 
 import pandas as pd
-from ..base.core import Config, atomic_write_text, resolve_run_output
+from ..base.core import Config, StagedRun, atomic_write_text, resolve_run_output
 from ..base.rollout import RolloutConfig, run_rollouts
-from ..methods.mtgrpo import MTGRPOConfig, OnlinePolicy, Setting, final_messages, online_metrics, online_setting, train_mtgrpo
+from ..methods.mtgrpo import MTGRPOConfig, OnlinePolicy, Setting, final_messages, online_metrics, online_setting, setting_spec, train_mtgrpo
 from .launch import launch_training
 
 # %% auto #0
@@ -28,15 +28,22 @@ class OnlineEvalConfig(Config):
 
 # %% ../../nbs/36_mtgrpo_run.ipynb #1cf60bbc
 @dataclass
-class MTGRPORun:
+class MTGRPORun(StagedRun):
     "Every stage's config of one MT-GRPO run."
     config:MTGRPOConfig
     evaluation:OnlineEvalConfig
     accelerate:str='' # accelerate config: train under `accelerate launch` (e.g. configs/accelerate/cpu_2proc.yaml); empty: in this process
 
     @classmethod
+    def stage_fields(cls, params:dict) -> dict:
+        "Each stage's fields, and the setting's: those of the config class registered for the parameters' `env` (`config.setting`)."
+        setting = setting_spec(params.get('env', MTGRPOConfig.env)).config
+        return super().stage_fields(params) | {'setting': ({f.name for f in fields(setting)}, '')}
+
+    @classmethod
     def from_params(cls, params:dict): # the parameters of `nbs/train_mtgrpo.ipynb`
-        "Each stage's config from the flat parameters (`question_kinds` comma-separated; episodes always saved)."
+        "Each stage's config from the flat parameters it names (`routes`; `question_kinds` comma-separated; episodes always saved)."
+        cls.routes(params)
         kinds = params.get('question_kinds', '')
         if isinstance(kinds, str): kinds = [k.strip() for k in kinds.split(',') if k.strip()] or None
         config = MTGRPOConfig.from_params({**params, 'question_kinds': kinds}, save_episodes=True)
@@ -79,9 +86,10 @@ def mtgrpo_metrics(config:MTGRPOConfig, setting:Setting, n_eval_prompts:int, ste
 # %% ../../nbs/36_mtgrpo_run.ipynb #6cd723e2
 def run_mtgrpo(run:MTGRPORun, run_dir, # the run folder (`core.start_run`)
                say:Callable=print) -> dict:
-    "Setting -> online training -> held-out evaluation; writes `steps.jsonl`, the episodes and `metrics.json` in `run_dir`."
+    "Setting -> online training -> held-out evaluation; writes `run_config.json`, `steps.jsonl`, the episodes and `metrics.json` in `run_dir`."
     run_dir = Path(run_dir)
     config = with_run_outputs(run.config, run_dir.parent.parent)
+    replace(run, config=config).save(run_dir / 'run_config.json')  # each stage's values, as used: where every parameter went
     setting = online_setting(config)
     n = run.evaluation.n_eval
     eval_tasks = setting.eval_tasks[:n] if n else setting.eval_tasks

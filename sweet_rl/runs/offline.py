@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable
 
-from ..base.core import Config, artifact_dir, atomic_write_text, output_entry, stable_id
+from ..base.core import Config, StagedRun, artifact_dir, atomic_write_text, output_entry, stable_id
 from ..base.data import KINDS, load_tasks, load_trajectories, sample_tasks, subset_by_task
 from ..base.models import make_backend
 from ..base.protocol import env_view
@@ -249,7 +249,7 @@ def evaluate_policy(run:OfflineRun, data:OfflineData, actor:Actor|None, actor_di
 
 # %% ../../nbs/34_offline.ipynb #88cb31c9
 @dataclass
-class OfflineRun:
+class OfflineRun(StagedRun):
     "Every stage's config of one offline run."
     data:OfflineDataConfig
     method:MethodConfig
@@ -258,10 +258,14 @@ class OfflineRun:
     evaluation:ActorEvalConfig
     critic:CriticConfig|None=None # sweet without a given critic: the critic trained here
     pairs:PairConfig|None=None # the pairing rule (critic pairs, Multi-Turn DPO pairs, RFT's success threshold)
+    shared = {'seed': ('data', 'candidates', 'actor', 'evaluation'), # the run's one seed (the critic and the pairs take it too, by hand)
+              'model': ('data', 'actor')} # the policy: the actor trains it; its own episodes are the `rollouts` data unless `data_model`
+    prefixes = {'critic': 'critic_', 'pairs': None} # the critic reads critic_lr, ... (`train_actor_configs`); the pairs: `pair_rule` and the seed
 
     @classmethod
     def from_params(cls, params:dict): # the parameters of `nbs/train_actor.ipynb` (all of them: defaults included)
-        "Each stage's config from the flat parameters."
+        "Each stage's config from the flat parameters it names (`routes`)."
+        cls.routes(params)
         configs = train_actor_configs(params)  # the actor's config, and the critic's when one is trained here
         data = OfflineDataConfig.from_params(params)
         return cls(data, MethodConfig.from_params(params), CandidateConfig.from_params(params, max_new_tokens=params['candidate_tokens']),
@@ -292,8 +296,9 @@ def offline_metrics(run:OfflineRun, data:OfflineData, examples:Examples, results
 # %% ../../nbs/34_offline.ipynb #b4234df8
 def run_offline(run:OfflineRun, run_dir, # the run folder (`core.start_run`)
                 say:Callable=print) -> dict:
-    "Offline data -> training examples -> critic check -> actor -> evaluation; writes `metrics.json` and returns every stage's output."
+    "Offline data -> training examples -> critic check -> actor -> evaluation; writes `run_config.json`, `metrics.json` and returns every stage's output."
     run_dir, m = Path(run_dir), run.method
+    run.save(run_dir / 'run_config.json')  # each stage's values: where every parameter went
     data = offline_data(run.data, run_dir, say)
     # launched, the actor is built by the launched processes
     actor = None if m.accelerate and (run.actor.method != 'sweet' or run.generation == 'vllm') else Actor.build(run.actor)
