@@ -531,20 +531,8 @@ Example of a search:
 {_ASKED_CALL}
 
 Question: {{problem_description}}""",
-    'guided': f"""Answer the question with the help of a search tool over a collection of records.
-You have two turns. In the first, think inside <reasoning>...</reasoning>, then search with <tool>your query</tool>; the result comes back inside <result>...</result>. In the second, think inside <reasoning>...</reasoning> again, then give your final answer inside <answer>...</answer>. If you already know the answer, you may answer in your first turn.
-In <answer>, write the code alone: no sentence, no explanation.
-
-Example:
-{_ASKED_CALL}
-<result>
-{lookup_document(*LOOKUP_EXAMPLE)}
-</result>
-<reasoning>The result says the access code of the {LOOKUP_EXAMPLE[0]} {LOOKUP_EXAMPLE[1]} is {LOOKUP_EXAMPLE[2]}.</reasoning>
-<answer>{LOOKUP_EXAMPLE[2]}</answer>
-
-Question: {{problem_description}}""",
 }
+LOOKUP_PROMPTS['guided'] = LOOKUP_PROMPTS['current'].replace(f"Example:\n{_EXAMPLE_CALL}", f"Example:\n{_ASKED_CALL}")  # and the note below
 LOOKUP_RESULT_NOTES = {'guided': "This was your search. Now give your final answer inside <answer>...</answer>: the code alone."}  # prompt: line after the result
 
 @dataclass
