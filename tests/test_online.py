@@ -1,9 +1,9 @@
 """MT-GRPO (`sweet_rl.methods.mtgrpo`) runs too long or too wide for its notebook (`nbs/24_mtgrpo.ipynb`, which checks the
 advantages, the masks and the rewards): a learning check on a task a 135M model learns in a few CPU steps, a run that
 resumes from its checkpoint, the ColBench setting with a critic's turn reward, two processes under `accelerate launch`,
-full fine-tuning with a KL term and reused rollouts, and a step without signal (the frozen copy `Policy.build` keeps is
-checked in `nbs/23_actor.ipynb` and `nbs/24_mtgrpo.ipynb`)."""
-import json, math
+full fine-tuning with a KL term and reused rollouts, a step without signal, and the warning when every group is silent
+(the frozen copy `Policy.build` keeps is checked in `nbs/23_actor.ipynb` and `nbs/24_mtgrpo.ipynb`)."""
+import json, math, warnings
 from pathlib import Path
 
 import pytest
@@ -156,6 +156,30 @@ def test_a_step_without_signal_still_moves_the_weights(tmp_path, tiny_lm):
     after = [load_file(str(tmp_path / 'run' / 'checkpoints' / f'checkpoint-{i}' / 'adapter_model.safetensors')) for i in (1, 2)]
     assert any(not torch.equal(after[0][k], after[1][k]) for k in after[0])
 
+
+
+@pytest.mark.parametrize('equal', [True, False], ids=['equal rewards', 'varied rewards'])
+def test_steps_without_signal_warn_once(tmp_path, tiny_lm, equal):
+    """Every episode earning the same reward leaves every advantage zero: the run says so once (not once per step),
+    names the cause and what to change, and logs each step's share of groups with equal outcomes. Rewards that differ
+    within the groups (the answer's length) give no warning."""
+    tasks = search_tasks('all', kinds=['capital'])
+    length = lambda records: [len(next(m['content'] for m in r['dialogue_history'] if m['role'] == 'assistant')) / 10 for r in records]
+    reward = Reward('same' if equal else 'length', 'outcome', 1.0, (lambda records: [1.0] * len(records)) if equal else length)
+    setting = Setting(env_factory('search', max_turns=1), tasks[:8], tasks[8:10], [reward])
+    cfg = MTGRPOConfig(model=tiny_lm, mode='or', steps=2, group_size=4, batch_size=1, max_new_tokens=4, dtype='float32', save_steps=100,
+                       lora_r=4, lora_alpha=8, save_episodes=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        train_mtgrpo(cfg, setting, tmp_path / 'run', progress=False)
+    said = [str(w.message) for w in caught if 'no learning signal' in str(w.message)]
+    steps = [json.loads(l) for l in (tmp_path / 'run' / 'steps.jsonl').read_text().splitlines()]
+    if equal:
+        assert len(said) == 1, said  # two silent steps, one warning
+        assert all(k in said[0] for k in ('every advantage is zero', 'group_size (now 4)', 'temperature', 'reward'))
+        assert [(s['flat_outcome_groups'], s['silent_groups'], s['loss']) for s in steps] == [(1.0, 1.0, 0.0)] * 2
+    else:
+        assert said == [] and all(s['flat_outcome_groups'] < 1 and s['silent_groups'] < 1 for s in steps)
 
 def test_the_run_config_names_the_environment_a_setting_plays(tmp_path, tiny_lm):
     """A `Setting` built by hand on another environment than `config.env` (the default, 'search'): the saved run config

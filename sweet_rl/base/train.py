@@ -4,7 +4,7 @@
 
 # %% ../../nbs/06_train.ipynb #98c33643
 from __future__ import annotations
-import copy, gc, inspect, json, time, warnings, weakref
+import copy, functools, gc, inspect, json, logging, time, warnings, weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,18 +12,19 @@ from typing import Sequence
 
 import torch
 import torch.nn.functional as F
-from transformers import Trainer, TrainerCallback
+from transformers import PrinterCallback, Trainer, TrainerCallback
 
 from .core import Config, atomic_write_text, seed_everything, write_jsonl, write_progress
 from .models import (LORA_TARGETS, TransformersBackend, add_lora, causal_lm, gather_logprobs, head_projects_hidden, live_vllm_engines,
                              load_model, projected_logprobs, token_logprobs)
 
 # %% auto #0
-__all__ = ['unwrap_model', 'frozen_reference', 'is_sharded', 'logits_projection', 'policy_logprobs', 'trainable_state',
-           'reference_placement', 'layer_classes', 'shard_reference', 'reference_logprobs', 'ObjectiveTrainer',
-           'TrainConfig', 'training_arguments', 'list_checkpoints', 'TimedCheckpoints', 'ProgressFile', 'write_results',
-           'read_train_log', 'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset',
-           'SavedWeights', 'live_models', 'release_models', 'Policy']
+__all__ = ['LIBRARY_MODULES', 'unwrap_model', 'frozen_reference', 'is_sharded', 'logits_projection', 'policy_logprobs',
+           'trainable_state', 'reference_placement', 'layer_classes', 'shard_reference', 'reference_logprobs',
+           'ObjectiveTrainer', 'TrainConfig', 'training_arguments', 'quiet_libraries', 'quiet_without_progress',
+           'quiet_trainer', 'list_checkpoints', 'TimedCheckpoints', 'ProgressFile', 'write_results', 'read_train_log',
+           'checkpoint_activations', 'example_lengths', 'within_length', 'ExampleDataset', 'SavedWeights',
+           'live_models', 'release_models', 'Policy']
 
 # %% ../../nbs/06_train.ipynb #7ffe3de4
 def unwrap_model(model):
@@ -229,7 +230,7 @@ class TrainConfig(Config):
 def training_arguments(config, # a config with the usual fields: batch_size, grad_accum, lr, epochs, warmup_ratio, ...
                        output_dir, # where the Trainer writes checkpoints
                        max_steps:int=-1, # stop after this many optimizer steps (-1: `config.epochs`)
-                       progress:bool=True, # progress bar
+                       progress:bool=True, # progress bar (False: none, and `quiet_trainer` drops the log lines)
                        device_type:str='cpu', # 'cpu' or 'cuda' (bf16 on GPUs that have it)
                        args_class=None, # `TrainingArguments` (default) or a subclass such as TRL's `DPOConfig`
                        **extra, # further fields of `args_class`, or others than these defaults (e.g. `lr_scheduler_type`)
@@ -244,7 +245,53 @@ def training_arguments(config, # a config with the usual fields: batch_size, gra
         weight_decay=config.weight_decay, logging_steps=config.logging_steps, save_strategy='steps',
         save_steps=config.save_steps, save_total_limit=config.save_total_limit, seed=config.seed,
         data_seed=config.seed, report_to='none', remove_unused_columns=False, disable_tqdm=not progress,
-        use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(), dataloader_num_workers=0), **extra})
+        use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(), dataloader_num_workers=0,
+        **({} if progress else {'log_level_replica': 'passive'})), **extra})  # quiet: other processes keep `quiet_libraries`' level
+
+# %% ../../nbs/06_train.ipynb #45221849
+LIBRARY_MODULES = r'(transformers|trl|peft|datasets|accelerate|huggingface_hub)(\.|$)' # modules whose deprecation warnings a quiet run hides
+
+@contextmanager
+def quiet_libraries(quiet:bool=True, # False: change nothing
+                   ):
+    "Context in which 🤗 libraries show no progress bars, log errors only and hide their deprecation warnings, as DeepSpeed its log; restored after."
+    if not quiet:
+        yield; return
+    import huggingface_hub.utils as hub
+    from datasets.utils import logging as ds_logging
+    from transformers.utils import logging as tf_logging
+    before = (tf_logging.get_verbosity(), ds_logging.get_verbosity(), tf_logging.is_progress_bar_enabled(),
+              ds_logging.is_progress_bar_enabled(), hub.are_progress_bars_disabled())
+    tf_logging.set_verbosity_error(); ds_logging.set_verbosity_error()
+    tf_logging.disable_progress_bar(); ds_logging.disable_progress_bar()  # the first also turns the hub's bars off
+    errors_only = lambda record: record.levelno >= logging.ERROR
+    deepspeed = logging.getLogger('DeepSpeed')  # its import says on stdout which accelerator it found; it sets its own level, keeps filters
+    deepspeed.addFilter(errors_only)
+    try:
+        with warnings.catch_warnings():  # our own warnings (skipped examples, groups without signal) still show
+            for category in (FutureWarning, DeprecationWarning): warnings.filterwarnings('ignore', category=category, module=LIBRARY_MODULES)
+            yield
+    finally:
+        deepspeed.removeFilter(errors_only)
+        tf_logging.set_verbosity(before[0]); ds_logging.set_verbosity(before[1])
+        if before[2]: tf_logging.enable_progress_bar()
+        if before[3]: ds_logging.enable_progress_bar()
+        if before[4] != hub.are_progress_bars_disabled(): (hub.disable_progress_bars if before[4] else hub.enable_progress_bars)()
+
+# %% ../../nbs/06_train.ipynb #591319c6
+def quiet_without_progress(train):
+    "Decorator of a training function with a `progress` argument: called with `progress=False`, it runs inside `quiet_libraries`."
+    signature = inspect.signature(train)
+    @functools.wraps(train)
+    def wrapper(*args, **kwargs):
+        call = signature.bind(*args, **kwargs); call.apply_defaults()
+        with quiet_libraries(not call.arguments['progress']): return train(*args, **kwargs)
+    return wrapper
+
+def quiet_trainer(trainer:Trainer, progress:bool=True) -> Trainer:
+    "The `trainer`, printing no log lines unless `progress` (without its bar the 🤗 `Trainer` prints each log dict: its `PrinterCallback`)."
+    if not progress: trainer.remove_callback(PrinterCallback)
+    return trainer
 
 # %% ../../nbs/06_train.ipynb #bf58b541
 def list_checkpoints(folder:Path) -> list[Path]:

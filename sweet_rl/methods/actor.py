@@ -18,7 +18,7 @@ from ..base.models import (LORA_TARGETS, GenerationBackend, SamplingParams, Tran
                              encode_conversations, end_of_turn_ids, generation_prompt_ids, resolve_model_path, vllm_parallel_size)
 from ..base.data import as_record
 from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations, list_checkpoints, example_lengths,
-                            policy_logprobs, training_arguments, within_length, write_results)
+                            policy_logprobs, quiet_trainer, quiet_without_progress, training_arguments, within_length, write_results)
 from .critic import PairConfig, agent_nll, is_success, make_pairs, pair_loss
 from ..base.rollout import score_list, scorer_label
 
@@ -305,6 +305,7 @@ class Actor(Policy):
     config_file, config_class = 'actor_config.json', ActorConfig  # `build` and `load` read it, `save` writes it
 
 # %% ../../nbs/23_actor.ipynb #4b76782f
+@quiet_without_progress
 def train_actor(config:ActorConfig, # the policy, the method and its hyperparameters
                 examples:Sequence[dict], # `sweet_pairs` rows (sweet), `rft_examples` (rft) or `mtdpo_examples` (mtdpo)
                 out_dir, # run folder: checkpoints/, actor/ (the result), train_log.jsonl
@@ -344,7 +345,7 @@ def train_actor(config:ActorConfig, # the policy, the method and its hyperparame
         trainer = ActorTrainer(model=actor.model, args=args, train_dataset=ExampleDataset(examples), processing_class=actor.tokenizer,
                                data_collator=ActorCollator(actor.tokenizer, config.max_length), config=config,
                                ref_model=actor.ref_model)
-    trainer.add_callback(TimedCheckpoints(config.save_minutes)); trainer.add_callback(ProgressFile(out_dir / 'progress.json'))
+    quiet_trainer(trainer, progress).add_callback(TimedCheckpoints(config.save_minutes)); trainer.add_callback(ProgressFile(out_dir / 'progress.json'))
     actor.model.train()
     last = list_checkpoints(ckpt) if resume else []
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)

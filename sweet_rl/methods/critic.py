@@ -19,7 +19,7 @@ from ..base.protocol import EnvViews
 from ..base.models import (LORA_TARGETS, EncodedConversations, add_lora, causal_lm, encode_conversations, head_projects_hidden,
                              load_model, per_turn, projected_logprobs, token_logprobs, unpads_by_default)
 from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, SavedWeights, TimedCheckpoints, ProgressFile, checkpoint_activations, is_sharded, layer_classes, list_checkpoints,
-                            example_lengths, frozen_reference, policy_logprobs, reference_logprobs, training_arguments,
+                            example_lengths, frozen_reference, policy_logprobs, quiet_trainer, quiet_without_progress, reference_logprobs, training_arguments,
                             within_length, write_results)
 
 # %% auto #0
@@ -596,6 +596,7 @@ def turn_scores(self:Critic, trajectories:Sequence, batch_size:int=8) -> list[to
     return out
 
 # %% ../../nbs/20_critic.ipynb #fb8ce6e9
+@quiet_without_progress
 def train_critic(config:CriticConfig, # the critic and its training hyperparameters
                  trajectories:Sequence, # offline trajectories (several per task for the BT heads)
                  out_dir, # run folder: checkpoints/, critic/ (the result), train_log.jsonl
@@ -628,6 +629,7 @@ def train_critic(config:CriticConfig, # the critic and its training hyperparamet
                                    data_collator=critic.collator(), processing_class=critic.tokenizer,
                                    config=config, ref_model=critic.ref_model,
                                    callbacks=[TimedCheckpoints(config.save_minutes), ProgressFile(out_dir / 'progress.json')])
+    quiet_trainer(trainer, progress)
     last = list_checkpoints(out_dir / 'checkpoints') if resume else []
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
     critic.model.eval()

@@ -18,14 +18,15 @@ from ..base.models import TransformersBackend, encode_conversations, token_logpr
 from ..base.protocol import EnvViews, Reward, Setting, SettingConfig, SettingSpec, attach_view
 from ..base.rollout import RolloutConfig, env_factory, run_rollouts
 from ..base.train import (TrainConfig, ExampleDataset, ObjectiveTrainer, Policy, TimedCheckpoints, ProgressFile, checkpoint_activations,
-                            list_checkpoints, policy_logprobs, reference_logprobs, training_arguments, write_results)
+                            list_checkpoints, policy_logprobs, quiet_trainer, quiet_without_progress, reference_logprobs, training_arguments,
+                            write_results)
 
 # %% auto #0
 __all__ = ['ADVANTAGE_EPS', 'MODES', 'SETTINGS', 'group_normalize', 'mtgrpo_advantages', 'PolicyLoss', 'clipped_policy_loss',
            'EpisodeRewards', 'episode_rewards', 'critic_turn_reward', 'register_setting', 'setting_spec',
            'MTGRPOConfig', 'online_setting', 'prompt_schedule', 'PromptCollator', 'agent_conversations',
-           'silent_groups', 'reward_stats', 'batch_advantages', 'MTGRPOTrainer', 'OnlinePolicy', 'train_mtgrpo',
-           'online_metrics', 'final_messages']
+           'silent_groups', 'equal_groups', 'reward_stats', 'batch_advantages', 'MTGRPOTrainer', 'OnlinePolicy',
+           'train_mtgrpo', 'online_metrics', 'final_messages']
 
 # %% ../../nbs/24_mtgrpo.ipynb #bfa0dfed
 ADVANTAGE_EPS = 1e-4  # the MT-GRPO paper's group normalization: (r - mean) / (std + 1e-4)
@@ -269,13 +270,24 @@ def silent_groups(advantages:torch.Tensor, # [batch, tokens], groups of `group_s
     "Share of groups that teach nothing under the run's mode: every advantage of every episode zero (`flat_groups` looks at total rewards)."
     return float((advantages.view(-1, group_size * advantages.shape[1]).abs().amax(1) == 0).float().mean())
 
+# %% ../../nbs/24_mtgrpo.ipynb #9f59a2fe
+def equal_groups(rewards:torch.Tensor, # [B] or [B, K]: one reward per episode (and turn; NaN: none), groups of `group_size` consecutive rows
+                 group_size:int) -> torch.Tensor:
+    "[B / group_size] bool: groups whose episodes earned equal rewards (in every column, among those that have one), so their normalized rewards are all 0."
+    r = rewards.reshape(rewards.shape[0] // group_size, group_size, -1).double()
+    hi, lo = r.nan_to_num(-math.inf).amax(1), r.nan_to_num(math.inf).amin(1)
+    return ((hi == lo) | (hi < lo)).all(-1)  # hi < lo: no episode of the group has that reward
+
 # %% ../../nbs/24_mtgrpo.ipynb #5b3cf305
 def reward_stats(er:EpisodeRewards, group_size:int|None=None) -> dict:
-    "Means of the raw reward components and of the weighted totals; with groups, the share whose episodes all scored alike."
+    "Means of the raw reward components and of the weighted totals; with groups, the shares whose episodes all scored alike (`equal_groups`)."
     total = er.outcome + er.turns.nan_to_num(0).sum(1)
     stats = {f'reward_{k}': float(v.nanmean()) for k, v in er.components.items()}
     stats.update(reward=float(total.mean()), outcome_reward=float(er.outcome.mean()), turn_reward=float(er.turns.nan_to_num(0).sum(1).mean()))
-    if group_size: stats['flat_groups'] = float((total.view(-1, group_size).max(1).values == total.view(-1, group_size).min(1).values).float().mean())
+    if group_size:
+        share = lambda rewards: float(equal_groups(rewards, group_size).float().mean())
+        stats.update(flat_groups=share(total), flat_outcome_groups=share(er.outcome))  # total: what GRPO-MR normalizes
+        if er.turns.shape[1]: stats['flat_turn_groups'] = share(er.turns)  # a setting with a turn reward
     return stats
 
 # %% ../../nbs/24_mtgrpo.ipynb #974bb53b
@@ -306,7 +318,7 @@ class MTGRPOTrainer(ObjectiveTrainer):
         main = run_dir is not None and self.is_world_process_zero()
         self.step_log = JsonlStore(Path(run_dir) / 'steps.jsonl') if main else None
         self.episode_log = JsonlStore(Path(run_dir) / 'episodes.jsonl') if main and self.config.save_episodes else None
-        self._buffer, self._micro, self._rollout_s = {}, [-1, 0], 0.0
+        self._buffer, self._micro, self._rollout_s, self._warned_silent = {}, [-1, 0], 0.0, False
 
     def _next_micro(self) -> int:
         "Index of this micro-batch within the current optimizer step."
@@ -396,10 +408,18 @@ def training_step(self:MTGRPOTrainer, model, inputs, num_items_in_batch=None):
 # %% ../../nbs/24_mtgrpo.ipynb #ba5f062a
 @patch
 def log(self:MTGRPOTrainer, logs:dict, *args, **kwargs):
-    "Log as the 🤗 Trainer does; a step's line (loss, rewards, timings) also goes to `steps.jsonl`."
+    "Log as the 🤗 Trainer does; a step's line (loss, rewards, timings) also goes to `steps.jsonl`; the first step without signal warns."
     super(MTGRPOTrainer, self).log(logs, *args, **kwargs)
     if 'loss' in logs and self.step_log is not None:
         self.step_log.append({'id': str(self.state.global_step), 'step': self.state.global_step, **logs})
+    if logs.get('silent_groups', 0) >= 1 and not self._warned_silent and self.is_world_process_zero():
+        self._warned_silent = True  # once per run: the share of each step is in `steps.jsonl`
+        c, turn = self.config, f", turn reward {logs['flat_turn_groups']:.0%}" if 'flat_turn_groups' in logs else ''
+        warnings.warn(f"MT-GRPO step {self.state.global_step}: in every group the episodes' rewards were equal under mode {c.mode!r} "
+                      f"(equal outcome in {logs.get('flat_outcome_groups', 1):.0%} of the groups{turn}), so every advantage is zero "
+                      f"and the step had no learning signal (its loss is 0 but for the KL term). Raise group_size (now {c.group_size}) "
+                      f"or temperature (now {c.temperature}), or use a reward that tells episodes apart. Each step's shares are "
+                      "`silent_groups`, `flat_outcome_groups` and `flat_turn_groups` in steps.jsonl; this warning is given once per run.")
 
 # %% ../../nbs/24_mtgrpo.ipynb #a8bc3233
 class OnlinePolicy(Policy):
@@ -419,6 +439,7 @@ def _cut_logs(run_dir:Path, step:int):
             atomic_write_text(p, ''.join(keep))
 
 # %% ../../nbs/24_mtgrpo.ipynb #4b374521
+@quiet_without_progress
 def train_mtgrpo(config:MTGRPOConfig, # the method, the policy and the setting
                  setting:Setting|None, # environment, prompts and rewards (None: `online_setting(config)`)
                  out_dir, # run folder: checkpoints/, policy/ (the result), steps.jsonl, episodes.jsonl, train_log.jsonl
@@ -457,6 +478,7 @@ def train_mtgrpo(config:MTGRPOConfig, # the method, the policy and the setting
                             processing_class=policy.tokenizer, config=config, ref_model=policy.ref_model,
                             make_env=setting.make_env, rewards=setting.rewards, merged=setting.merged, run_dir=out_dir,
                             callbacks=[_StopAfter(), TimedCheckpoints(config.save_minutes), ProgressFile(out_dir / 'progress.json')])
+    quiet_trainer(trainer, progress)
     policy.model.train()
     trainer.train(resume_from_checkpoint=str(last[-1]) if last else None)
     policy.model.eval()

@@ -20,7 +20,7 @@ from ..base.core import (Config, JsonlStore, atomic_write_text, read_jsonl, regi
 from ..base.models import DEFAULT_CACHE_BYTES, SamplingParams, TransformersBackend, end_of_turn_ids, generation_prompt_ids
 from ..base.protocol import ENVIRONMENTS, ChoiceEnv, ChoiceSetting, EnvViews, MixedStep, attach_view, mixed_oracle_rollout
 from ..base.train import (ExampleDataset, ObjectiveTrainer, Policy, ProgressFile, TimedCheckpoints, TrainConfig, list_checkpoints,
-                                 training_arguments)
+                                 quiet_trainer, quiet_without_progress, training_arguments)
 
 # %% auto #0
 __all__ = ['LABELS', 'ANALYZE', 'ACTION', 'REFLECTION_TOKENS', 'CHOICE_SETTINGS', 'ADVICE', 'REFLECT_OUTPUTS',
@@ -304,6 +304,7 @@ def sft(model, loss_fn:Callable, # (list of examples) -> loss tensor
         trainer = SFTTrainer(model=model, args=args, train_dataset=ExampleDataset(sft_batches(examples, config)), data_collator=lambda rows: rows[0],
                              config=config, loss_fn=loss_fn, losses_file=losses,
                              callbacks=[TimedCheckpoints(config.save_minutes), ProgressFile(out / 'progress.json'), *callbacks])
+        quiet_trainer(trainer, progress)
         if progress: print(desc)
         trainer.train(resume_from_checkpoint=str(last[0]) if last else None)
     model.eval()
@@ -606,6 +607,7 @@ def _open_run(config:ReflectConfig, data:Sequence[dict]|None, out:Path, resume:b
     return found
 
 # %% ../../nbs/25_reflect.ipynb #1a82b8dd
+@quiet_without_progress
 def sft_stage(config:ReflectConfig, # the run
               data:Sequence[dict]|None, # reflection data (`reflection_data` records); None: made from the environment's oracle
               out_dir, # run folder: reflection_data.jsonl, reflection/, policy_sft/, their loss logs
@@ -667,6 +669,7 @@ def load_rl_checkpoint(policy:ReflectPolicy, optimizer, generator:torch.Generato
     return state['iteration'], state['replay']
 
 # %% ../../nbs/25_reflect.ipynb #d1845461
+@quiet_without_progress
 def train_reflect(config:ReflectConfig, # the run: environment, models, data, SFT and online RL
                   data:Sequence[dict]|None, # reflection data (`reflection_data` records); None: made from the environment's oracle
                   out_dir, # run folder: the SFT stage's outputs, checkpoints/, train_log.jsonl, policy/ (the result)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
+from tqdm.auto import tqdm
 
 from ..base.core import JsonlStore, atomic_write_text, best_index, read_jsonl, read_stored, stable_id, stored_file, stored_files
 from ..base.data import ANSWER_MARK
@@ -128,6 +129,7 @@ def candidate_rewards(records:Sequence[dict], # from `sweet_rl.methods.actor.sam
                       out_path=None, # JSONL to append to and resume from (one line per record)
                       timeout:float=1.0, # seconds per test, as the evaluator
                       chunk:int=32, # records per batch of sandboxes (each batch is stored before the next starts)
+                      progress:bool=True, # a bar over the records, with the time left
                      ) -> list[list]:
     "Tests passed (0-1) by each candidate that is a final answer, `None` for the others (they go on with the dialogue); sandboxed, stored by record."
     from sweet_rl.envs.backend import BackendTask, evaluate_batch
@@ -137,15 +139,17 @@ def candidate_rewards(records:Sequence[dict], # from `sweet_rl.methods.actor.sam
     store = JsonlStore(out_path) if out_path else None
     done = {x['id']: x['rewards'] for x in store} if store is not None else {}
     todo = [r for r in records if r['id'] not in done]
-    for s in range(0, len(todo), chunk):
-        part = todo[s:s + chunk]
-        jobs = [(r, j) for r in part for j, c in enumerate(r['candidates']) if ANSWER_MARK in _candidate_text(c)]
-        verdicts = evaluate_batch([BackendTask.from_dict(r['task']) for r, _ in jobs],
-                                  [_candidate_text(r['candidates'][j]) for r, j in jobs], timeout=timeout) if jobs else []
-        got = {(r['id'], j): v.tests_passed for (r, j), v in zip(jobs, verdicts)}
-        for r in part:
-            done[r['id']] = [got.get((r['id'], j)) for j in range(len(r['candidates']))]
-            if store is not None: store.append({'id': r['id'], 'rewards': done[r['id']]})
+    with tqdm(total=len(records), initial=len(records) - len(todo), desc='candidate tests', disable=not progress) as bar:
+        for s in range(0, len(todo), chunk):
+            part = todo[s:s + chunk]
+            jobs = [(r, j) for r in part for j, c in enumerate(r['candidates']) if ANSWER_MARK in _candidate_text(c)]
+            verdicts = evaluate_batch([BackendTask.from_dict(r['task']) for r, _ in jobs],
+                                      [_candidate_text(r['candidates'][j]) for r, j in jobs], timeout=timeout) if jobs else []
+            got = {(r['id'], j): v.tests_passed for (r, j), v in zip(jobs, verdicts)}
+            for r in part:
+                done[r['id']] = [got.get((r['id'], j)) for j in range(len(r['candidates']))]
+                if store is not None: store.append({'id': r['id'], 'rewards': done[r['id']]})
+            bar.update(len(part))
     return [done[r['id']] for r in records]
 
 # %% ../../nbs/30_evaluate.ipynb #cf7671ce
