@@ -121,8 +121,7 @@ def episode_rewards(records:Sequence[dict], # trajectory records of the batch's 
                     rewards:Sequence[Reward]) -> EpisodeRewards:
     "Score every episode with every reward; weighted outcome vector, weighted turn matrix and raw components."
     B, outcome, turn_terms, comps = len(records), torch.zeros(len(records), dtype=torch.float64), [], {}
-    for rw in rewards:
-        if rw.level not in ('outcome', 'turn'): raise ValueError(f"reward {rw.name!r}: level must be 'outcome' or 'turn', got {rw.level!r}")
+    for rw in map(Reward._make, rewards):  # `Reward` checks each one (level, weight, score), a plain 4-tuple too
         values = list(rw.score(records))
         if len(values) != B: raise ValueError(f"reward {rw.name!r} gave {len(values)} values for {B} episodes")
         if rw.level == 'outcome':
