@@ -16,19 +16,15 @@ from openenv.core.env_server import Action, Environment, Observation, State
 from pydantic import Field
 
 from ..base.core import stable_id
-from ..base.protocol import make_env
+from ..base.protocol import make_env, task_dict
 from ..base.rollout import score_list
 
 # %% auto #0
-__all__ = ['SEND_TOOL_DOC', 'task_record', 'episode_reward', 'TurnReward', 'DialogueAction', 'DialogueObservation',
-           'DialogueState', 'OpenEnvDialogue', 'TRLDialogue', 'TRLExport', 'trl_turn_reward', 'environment_reward',
-           'VerifiersDialogue', 'GenerationClient']
+__all__ = ['SEND_TOOL_DOC', 'episode_reward', 'TurnReward', 'DialogueAction', 'DialogueObservation', 'DialogueState',
+           'OpenEnvDialogue', 'TRLDialogue', 'TRLExport', 'trl_turn_reward', 'environment_reward', 'VerifiersDialogue',
+           'GenerationClient']
 
 # %% ../../nbs/39_exports.ipynb #35acc6c9
-def task_record(task) -> dict:
-    "A task as the dict scorers and records take (`to_dict()` of a task class; a dict as it is)."
-    return task.to_dict() if hasattr(task, 'to_dict') else dict(task)
-
 def episode_reward(env) -> float:
     "The environment's own reward for its dialogue as it stands (the `reward` of its trajectory record)."
     return float(env.trajectory()['reward'])
@@ -40,7 +36,7 @@ class TurnReward:
 
     def __call__(self, task, history:Sequence[dict], message:str) -> float:
         "The score of `message` said after `history` (an environment's `history`: the request first, then the dialogue)."
-        return score_list(self.scorer, task_record(task), history, [message])[0]
+        return score_list(self.scorer, task_dict(task), history, [message])[0]
 
     def episode(self, env) -> list[float]:
         "One reward per agent message of `env`'s dialogue so far, each scored on the history before it."
@@ -84,7 +80,7 @@ class OpenEnvDialogue(Environment):
         self._next = (task_index + 1) % len(self.tasks)
         messages = self.env.reset(self.tasks[task_index])
         self._state = DialogueState(episode_id=episode_id or stable_id([self.kind, task_index, seed]), step_count=0, kind=self.kind,
-                                    task=task_record(self.env.task), history=list(self.env.history), done=False)
+                                    task=task_dict(self.env.task), history=list(self.env.history), done=False)
         return DialogueObservation(messages=messages, done=False, reward=None, metadata={'task_index': task_index})
 
     def step(self, action:DialogueAction, timeout_s:float|None=None, **kwargs) -> DialogueObservation:
