@@ -741,17 +741,22 @@ def cluster_problems(studies:Sequence[Study], # the studies to run (their accele
     return out
 
 # %% ../../nbs/33_pipeline.ipynb #c70a0011
-WALL_TIME_ASSUMPTIONS = dict(  # the wall-time plan's stated throughputs and sizes, for one node of 8 H100 GPUs; rough, not measured
-    train_tokens_per_s=40_000,  # 8B full fine-tuning over the 8 GPUs (ZeRO-3, checkpointed activations, the reference forward): ~40% MFU
-    decode_tokens_per_s=2_000,  # one in-process vLLM engine, 8B in bf16 on one GPU (tensor parallel 1), over a call of 16-64 requests
-    batched_decode_tokens_per_s=10_000,  # the same engine given 256 states' candidates at once (`CandidateConfig.states_per_call`)
-    score_tokens_per_s=20_000,  # the critic's forward pass over candidates on one GPU (no gradients)
-    turn_tokens=400,            # tokens an agent turn generates on average (max_new_tokens only caps it)
-    simulator_s_per_turn=3.0,   # a served simulator's reply, on its own node(s), that each live episode waits for
-    trajectory_tokens=3_000,    # tokens of one offline trajectory (task, dialogue, every turn)
-    turns_per_trajectory=5,     # agent turns of one offline trajectory
-    trajectories=15_000,        # offline trajectories when the data file cannot be counted (the release's backend file)
-    rft_share=0.3,              # share of the trajectories RFT keeps (the successful ones)
+# The wall-time plan's throughputs and sizes, for one node of 8 H100 GPUs: rough, none measured on a GPU. Each field names
+# its source: the paper (ColBench's data, Table 2), or the arithmetic of `../shared/audits/gpu-cluster.md` §3c ("the
+# audit"), checked in the next cell. FLOP a token of the 8B model (N = 8.03e9 parameters): 2N forward, 6N forward and
+# backward, 2N more to recompute checkpointed activations, 2N for the frozen reference; one H100: 989 TFLOP/s bf16 peak.
+# The two marked "no source" are guesses, to replace by a measurement (one timed request to the served simulator, say).
+WALL_TIME_ASSUMPTIONS = dict(
+    train_tokens_per_s=40_000,  # 8B full fine-tuning over the node: 8 x 989e12 x 40% MFU / (10 x 8.03e9) = 39.4k (the audit: 35-45k)
+    decode_tokens_per_s=2_000,  # one vLLM engine, 8B on one GPU, 16-64 requests a call: the audit's 4-14 h for ~7k states x 16 x 400 tokens is 0.9-3.1k
+    batched_decode_tokens_per_s=10_000,  # that engine given 256 states' candidates at once: below the audit's >= 12.4k (those in under 1 h)
+    score_tokens_per_s=20_000,  # the critic's forward pass on one GPU: 989e12 x 32% MFU / (2 x 8.03e9) (the training's 40% gives 24.6k)
+    turn_tokens=400,            # tokens an agent turn generates on average (max_new_tokens only caps it): no source
+    simulator_s_per_turn=3.0,   # a served simulator's reply, on its own node(s), that each live episode waits for: no source
+    trajectory_tokens=3_000,    # tokens of one offline trajectory: the audit's Multi-Turn DPO, ~200M tokens in 4 epochs of 15k, is 3.3k
+    turns_per_trajectory=5,     # agent turns of one offline trajectory: the audit's (~7k states = 10% of 15k trajectories x 5)
+    trajectories=15_000,        # offline trajectories when the data file cannot be counted: the paper's 15k backend ones (§3.1)
+    rft_share=0.224,            # share RFT keeps (successes): the paper's Table 2, Llama-3.1-8B-Instruct (the data's agent) 22.4% on backend
     live_episodes=8,            # episodes `train_actor`'s evaluation runs at once unless its `eval_batch_size` says (`evaluate`: `batch_size`)
     gpus=8,                     # GPUs of the node: what a stage holds while it runs
 )
@@ -813,11 +818,14 @@ def check_setup(studies:Sequence[Study], scale:str, runs_dir=None) -> dict:
     if not unset:  # paths, models, plans, servers and data all need the variables
         for s in studies:
             try: planned[s.name] = run_study(s, scale, runs_dir, dry_run=True)
+            except FileNotFoundError as e: problems.append(str(e))  # its missing paths, named: the rest of the study is still checked
             except (OSError, ValueError) as e: problems.append(str(e)); continue
             runs[s.name] = [(nb, check_params(nb, p)) for nb, p in expand_study(s, scale)]
             plans += plan_training(s, scale)
-        problems += [f"{x['study']}/{x['run']} {x['what']}: {p}" for x in plans for p in x['problems']]
-    if scale == 'paper': problems += cluster_problems(studies, runs, plans, scale)
+    found = [f"{x['study']}/{x['run']} {x['what']}: {p}" for x in plans for p in x['problems']]
+    if scale == 'paper': found += cluster_problems(studies, runs, plans, scale)
+    absent = [q for rs in runs.values() for _, p in rs for q in map(_local_path, p.values()) if q and not Path(q).expanduser().exists()]
+    problems += [p for p in found if not any(re.search(re.escape(q) + r'(?![\w.-])', p) for q in absent)]  # a missing path is named once
     return {'scale': scale, 'studies': [s.name for s in studies], 'runs': {k: [str(p) for p in v] for k, v in planned.items()},
             'training': plans, 'problems': problems, 'wall_time': wall_time_plan(runs) if scale == 'paper' else {}}
 
