@@ -136,7 +136,9 @@ class MicroConfig(Config):
     seed:int=0 # seed of the weights and the batches
 
 # %% ../../nbs/38_credit_study.ipynb #9441d681
-def micro_corpus(config:MicroConfig) -> list[list[dict]]:
+def micro_corpus(config:MicroConfig,
+                 progress:bool=True, # a bar for the scripted episodes
+                ) -> list[list[dict]]:
     "The training dialogues in the critic's format, each once with the reference code, once with the slot list, once without."
     from sweet_rl.base.rollout import RolloutConfig, run_rollouts
     from sweet_rl.methods.critic import CRITIC_PROMPT, CRITIC_PROMPT_NO_INFO
@@ -144,7 +146,7 @@ def micro_corpus(config:MicroConfig) -> list[list[dict]]:
     from sweet_rl.envs.testbed import MixedClarifier
     tasks = testbed_tasks('train', config.n_train, seed=config.data_seed)
     episodes = run_rollouts(tasks, env_factory('clarify', question_cost=QUESTION_COST), MixedClarifier(0.6),
-                            RolloutConfig(samples_per_task=config.episodes_per_task, seed=config.data_seed, batch_size=64), progress=False)
+                            RolloutConfig(samples_per_task=config.episodes_per_task, seed=config.data_seed, batch_size=64), progress=progress)
     out = []
     for r in episodes:
         t, turns = r['task'], dialogue_turns(r['dialogue_history'])
@@ -177,7 +179,7 @@ def micro_backbone(config:MicroConfig|None=None, # its size and training
     folder = artifact_dir('micro-lm', config.to_dict(), runs_dir)
     model_dir = folder / 'model'
     if (model_dir / 'config.json').exists(): return model_dir
-    t0, corpus = time.time(), micro_corpus(config)
+    t0, corpus = time.time(), micro_corpus(config, progress)
     base = AutoTokenizer.from_pretrained(resolve_model_path('smollm2-135m'))
     texts = [base.apply_chat_template(c, tokenize=False) for c in corpus]
     tokenizer = base.train_new_from_iterator(texts, config.vocab)

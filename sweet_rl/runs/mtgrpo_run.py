@@ -57,16 +57,18 @@ def with_run_outputs(config:MTGRPOConfig, runs_dir) -> MTGRPOConfig:
 
 # %% ../../nbs/36_mtgrpo_run.ipynb #85bcdd25
 def evaluate_online(policy:OnlinePolicy, setting:Setting, tasks:list, # held-out prompts
-                    config:MTGRPOConfig, evaluation:OnlineEvalConfig, run_dir) -> dict:
+                    config:MTGRPOConfig, evaluation:OnlineEvalConfig, run_dir,
+                    progress:bool=True, # a bar per evaluation, with the time left
+                   ) -> dict:
     "Greedy episodes of the trained policy (and of the policy before training) on `tasks`: `{'trained': records, 'zero_shot': records}`."
     rcfg = RolloutConfig(max_new_tokens=evaluation.eval_tokens, temperature=0.0, seed=config.seed, batch_size=16)
     tag = f"{config.env}|{config.mode}|{config.model}|steps={config.steps}"
     results = {'trained': run_rollouts(tasks, setting.make_env, policy.backend(16), rcfg, out_path=Path(run_dir) / 'eval_trained.jsonl',
-                                       tag=tag, progress=False)}
+                                       tag=tag, progress=progress)}
     if evaluation.eval_zero_shot:
         with policy.initial_policy(16) as base:
             results['zero_shot'] = run_rollouts(tasks, setting.make_env, base, rcfg, out_path=Path(run_dir) / 'eval_zero_shot.jsonl',
-                                                tag=f"zero-shot|{config.env}|{config.model}", progress=False)
+                                                tag=f"zero-shot|{config.env}|{config.model}", progress=progress)
     return results
 
 # %% ../../nbs/36_mtgrpo_run.ipynb #53dcbecc
@@ -85,7 +87,9 @@ def mtgrpo_metrics(config:MTGRPOConfig, setting:Setting, n_eval_prompts:int, ste
 
 # %% ../../nbs/36_mtgrpo_run.ipynb #6cd723e2
 def run_mtgrpo(run:MTGRPORun, run_dir, # the run folder (`core.start_run`)
-               say:Callable=print) -> dict:
+               say:Callable=print,
+               progress:bool=True, # bars for training and evaluation (launched training logs to its folder instead)
+              ) -> dict:
     "Setting -> online training -> held-out evaluation; writes `run_config.json`, `steps.jsonl`, the episodes and `metrics.json` in `run_dir`."
     run_dir = Path(run_dir)
     config = with_run_outputs(run.config, run_dir.parent.parent)
@@ -100,9 +104,9 @@ def run_mtgrpo(run:MTGRPORun, run_dir, # the run folder (`core.start_run`)
         train_dir = run_dir / 'train_run'
         policy = OnlinePolicy.load(launch_training('mtgrpo', config, None, train_dir, run.accelerate))
         setting = online_setting(config)  # again, for the evaluation
-    else: train_dir, policy = run_dir, train_mtgrpo(config, setting, run_dir)
+    else: train_dir, policy = run_dir, train_mtgrpo(config, setting, run_dir, progress=progress)
     step_log = pd.DataFrame([json.loads(l) for l in (train_dir / 'steps.jsonl').read_text().splitlines()])
-    results = evaluate_online(policy, setting, eval_tasks, config, run.evaluation, run_dir)
+    results = evaluate_online(policy, setting, eval_tasks, config, run.evaluation, run_dir, progress)
     metrics = mtgrpo_metrics(config, setting, len(eval_tasks), step_log, results)
     atomic_write_text(run_dir / 'metrics.json', json.dumps(metrics, indent=2, sort_keys=True) + '\n')
     return dict(config=config, setting=setting, eval_tasks=eval_tasks, policy=policy, step_log=step_log, results=results, metrics=metrics)

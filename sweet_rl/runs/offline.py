@@ -84,7 +84,9 @@ class OfflineData:
 
 # %% ../../nbs/34_offline.ipynb #2f5452b7
 def offline_data(cfg:OfflineDataConfig, run_dir, # the run folder (scripted data is written there)
-                 say:Callable=print) -> OfflineData:
+                 say:Callable=print,
+                 progress:bool=True, # a bar for the episodes made here
+                ) -> OfflineData:
     "The held-out split and the offline trajectories: scripted, the agent's own rollouts, or a file (held-out tasks removed)."
     eval_tasks, rest = held_out_split(cfg)
     sim = make_backend(cfg.simulator)
@@ -93,14 +95,14 @@ def offline_data(cfg:OfflineDataConfig, run_dir, # the run folder (scripted data
     if cfg.data == 'scripted':
         trajectories = scripted_rollouts(rest[:cfg.n_tasks] if cfg.n_tasks else rest, make_env, samples_per_task=cfg.samples_per_task,
                                          max_questions=cfg.offline_questions, seed=cfg.seed, out_path=Path(run_dir) / 'offline.jsonl',
-                                         tag=f"{cfg.simulator}|{cfg.task}")
+                                         tag=f"{cfg.simulator}|{cfg.task}", progress=progress)
     elif cfg.data == 'rollouts':  # the agent's own episodes (temperature 1) on the bundled training tasks, shared by every run asking for them
         pool = sample_tasks(cfg.task, 'extra')  # disjoint from the evaluation sample
         gen_name = cfg.data_model or cfg.model
         gen = sim if gen_name == cfg.simulator else make_backend(gen_name)
         gen_cfg = RolloutConfig(samples_per_task=cfg.samples_per_task, max_new_tokens=cfg.data_tokens, temperature=1.0, seed=cfg.seed, batch_size=8)
         what = {'model': gen_name, 'simulator': cfg.simulator, 'task': cfg.task, 'protocol': {**cfg.protocol(), **cfg.env_options()}}
-        trajectories, data_dir = shared_rollouts(pool[:cfg.n_tasks] if cfg.n_tasks else pool, make_env, gen, gen_cfg, what, progress=False)
+        trajectories, data_dir = shared_rollouts(pool[:cfg.n_tasks] if cfg.n_tasks else pool, make_env, gen, gen_cfg, what, progress=progress)
     else:
         held = {stable_id(t.to_dict()) for t in eval_tasks}
         trajectories = [t.to_dict() for t in load_trajectories(cfg.data, kind=cfg.task)]
@@ -132,7 +134,7 @@ class Examples:
     critic_built:bool=False # sweet: a critic was loaded or trained here (False: every score came from the store)
 
 # %% ../../nbs/34_offline.ipynb #2a2f433f
-def _sweet_critic(run:OfflineRun, data:OfflineData, records:list, cand_path:Path, run_dir:Path, say:Callable) -> tuple:
+def _sweet_critic(run:OfflineRun, data:OfflineData, records:list, cand_path:Path, run_dir:Path, say:Callable, progress:bool=True) -> tuple:
     "(critic or None, the critic's folder, scores file, score tag): the critic of `critic_dir`, a shared one, or one trained here."
     m, trajectories = run.method, data.trajectories
     shared = run.data.data == 'rollouts' and not m.critic_dir and not m.accelerate  # the critic and its scores are shared products
@@ -150,7 +152,7 @@ def _sweet_critic(run:OfflineRun, data:OfflineData, records:list, cand_path:Path
                                              extra_args=extra))
     else:  # trained once, in its shared folder when it is shared
         critic = train_critic(run.critic, trajectories, home or run_dir / 'critic_run', pair_config=run.pairs, max_steps=m.critic_steps,
-                              progress=False)
+                              progress=progress)
     return critic, critic.saved_path, scores_path, tag
 
 # %% ../../nbs/34_offline.ipynb #0c1e0060
@@ -168,28 +170,33 @@ def baseline_examples(run:OfflineRun, data:OfflineData, say:Callable=print) -> E
 # %% ../../nbs/34_offline.ipynb #da3fa712
 def sweet_candidates(run:OfflineRun, data:OfflineData, run_dir,
                      actor:Actor|None=None, # the policy built in this process (None: decode from `run.actor.model`)
+                     progress:bool=True, # a bar for the states sampled
                     ) -> tuple[list, Path]:
     "(the states of the first `data_fraction` of the trajectories, each with the policy's candidates; their JSONL file)."
     turns = offline_turns(data.trajectories, data.make_env, run.candidates.data_fraction)
     home = artifact_dir('candidates', {'rollouts': data.data_dir.name, 'policy': run.actor.model}) if data.data_dir else Path(run_dir)
     with policy_backend(actor if actor is not None else run.actor.model, run.generation) as policy:  # vLLM: closed before any launch
-        records = sample_candidates(policy, turns, run.candidates, home / 'candidates.jsonl', tag=f"{run.actor.model}|round0")
+        records = sample_candidates(policy, turns, run.candidates, home / 'candidates.jsonl', tag=f"{run.actor.model}|round0", progress=progress)
     return records, home / 'candidates.jsonl'
 
 # %% ../../nbs/34_offline.ipynb #e51569a0
-def sweet_examples(run:OfflineRun, data:OfflineData, records:list, candidates_path:Path, run_dir, say:Callable=print) -> Examples:
+def sweet_examples(run:OfflineRun, data:OfflineData, records:list, candidates_path:Path, run_dir, say:Callable=print,
+                   progress:bool=True, # bars for the critic's training and its scoring
+                  ) -> Examples:
     "SWEET-RL's per-turn DPO pairs: the critic scores every candidate, the best and worst of a state make a pair."
-    critic, critic_path, scores_path, tag = _sweet_critic(run, data, records, Path(candidates_path), Path(run_dir), say)
-    scores = score_turns(critic and CriticScorer(critic), records, scores_path, tag=tag)
+    critic, critic_path, scores_path, tag = _sweet_critic(run, data, records, Path(candidates_path), Path(run_dir), say, progress)
+    scores = score_turns(critic and CriticScorer(critic), records, scores_path, tag=tag, progress=progress)
     rows = sweet_pairs(records, scores, run.candidates.pairs_per_turn, run.candidates.seed)
     say(f"{len(records)} states, {sum(len(r['candidates']) for r in records)} candidates, {len(rows)} pairs")
     return Examples(rows, records, scores, Path(candidates_path), critic_path, critic is not None)
 
 # %% ../../nbs/34_offline.ipynb #abd8167c
-def critic_ranking(run:OfflineRun, examples:Examples, run_dir) -> dict:
+def critic_ranking(run:OfflineRun, examples:Examples, run_dir,
+                   progress:bool=True, # a bar over the candidates' tests, with the time left
+                  ) -> dict:
     "The critic's ranking checked against the unit tests (`evaluate.ranking_check`), written to `critic_check.json`; {} when it cannot be."
     if run.actor.method != 'sweet' or not all('test_cases' in r['task'] for r in examples.records): return {}
-    rewards = candidate_rewards(examples.records, examples.candidates_path.parent / 'rewards.jsonl')
+    rewards = candidate_rewards(examples.records, examples.candidates_path.parent / 'rewards.jsonl', progress=progress)
     check = ranking_check(examples.records, examples.scores, rewards, examples.rows, seed=run.data.seed)
     atomic_write_text(Path(run_dir) / 'critic_check.json', json.dumps(check, indent=2, sort_keys=True) + '\n')  # before the long training
     return check
@@ -222,29 +229,33 @@ class ActorEvalConfig(Config):
     seed:int=0 # seed of the evaluation episodes
 
 # %% ../../nbs/34_offline.ipynb #035b1c6f
-def train_policy(run:OfflineRun, examples:Examples, run_dir, actor:Actor|None=None) -> tuple:
+def train_policy(run:OfflineRun, examples:Examples, run_dir, actor:Actor|None=None,
+                 progress:bool=True, # a bar in this process (launched training logs to its folder instead)
+                ) -> tuple:
     "(the trained `Actor` or None when vLLM decodes from files, its saved folder, the folder with `train_log.jsonl`)."
     run_dir, m = Path(run_dir), run.method
     if m.accelerate:  # the policy trains in `accelerate launch` processes; this process holds no model
         train_dir = run_dir / 'actor_run'
         actor_dir = launch_training('actor', run.actor, examples.rows, train_dir, m.accelerate, m.max_steps)
         return (Actor.load(actor_dir) if run.generation == 'transformers' else None), actor_dir, train_dir
-    actor = train_actor(run.actor, examples.rows, run_dir, max_steps=m.max_steps, actor=actor)
+    actor = train_actor(run.actor, examples.rows, run_dir, max_steps=m.max_steps, actor=actor, progress=progress)
     return actor, run_dir / 'actor', run_dir
 
 # %% ../../nbs/34_offline.ipynb #0a5eec92
-def evaluate_policy(run:OfflineRun, data:OfflineData, actor:Actor|None, actor_dir, run_dir) -> dict:
+def evaluate_policy(run:OfflineRun, data:OfflineData, actor:Actor|None, actor_dir, run_dir,
+                    progress:bool=True, # a bar per evaluation, with the time left
+                   ) -> dict:
     "`{'trained': episodes}` on the held-out tasks, and `'zero_shot'` (the policy before training) when asked."
     d, e, run_dir = run.data, run.evaluation, Path(run_dir)
     eval_env = env_factory(d.task, data.simulator, max_turns=e.eval_max_turns, **d.env_options())  # `nbs/evaluate.ipynb`'s protocol
     rcfg = RolloutConfig(max_new_tokens=e.eval_tokens, seed=e.seed, batch_size=e.eval_batch_size)
     with policy_backend(actor if actor is not None else actor_dir, run.generation) as policy:
         out = {'trained': run_rollouts(data.eval_tasks, eval_env, policy, rcfg, out_path=run_dir / 'eval_trained.jsonl',
-                                       tag=f"{run.actor.method}|{run.actor.model}|{d.simulator}|{d.task}", progress=False)}
+                                       tag=f"{run.actor.method}|{run.actor.model}|{d.simulator}|{d.task}", progress=progress)}
     if e.eval_zero_shot:
         with actor.initial_policy() if actor is not None else policy_backend(run.actor.model, run.generation) as base:
             out['zero_shot'] = run_rollouts(data.eval_tasks, eval_env, base, rcfg, out_path=run_dir / 'eval_zero_shot.jsonl',
-                                            tag=f"zero-shot|{run.actor.model}|{d.simulator}|{d.task}", progress=False)
+                                            tag=f"zero-shot|{run.actor.model}|{d.simulator}|{d.task}", progress=progress)
     return out
 
 # %% ../../nbs/34_offline.ipynb #88cb31c9
@@ -295,24 +306,26 @@ def offline_metrics(run:OfflineRun, data:OfflineData, examples:Examples, results
 
 # %% ../../nbs/34_offline.ipynb #b4234df8
 def run_offline(run:OfflineRun, run_dir, # the run folder (`core.start_run`)
-                say:Callable=print) -> dict:
+                say:Callable=print,
+                progress:bool=True, # bars for every long stage (launched training logs to its folder instead)
+               ) -> dict:
     "Offline data -> training examples -> critic check -> actor -> evaluation; writes `run_config.json`, `metrics.json` and returns every stage's output."
     run_dir, m = Path(run_dir), run.method
     run.save(run_dir / 'run_config.json')  # each stage's values: where every parameter went
-    data = offline_data(run.data, run_dir, say)
+    data = offline_data(run.data, run_dir, say, progress)
     # launched, the actor is built by the launched processes
     actor = None if m.accelerate and (run.actor.method != 'sweet' or run.generation == 'vllm') else Actor.build(run.actor)
     if run.actor.method == 'sweet':
-        records, candidates_path = sweet_candidates(run, data, run_dir, actor)
+        records, candidates_path = sweet_candidates(run, data, run_dir, actor, progress)
         if m.accelerate: actor = None  # freed before any launch: rank 0 trains on this process's GPU (`launch_training` checks)
-        examples = sweet_examples(run, data, records, candidates_path, run_dir, say)
+        examples = sweet_examples(run, data, records, candidates_path, run_dir, say, progress)
     else: examples = baseline_examples(run, data, say)
     if not examples.rows: raise ValueError(f"no training data for {run.actor.method}: add offline tasks or rollouts (n_tasks, samples_per_task)")
-    check = critic_ranking(run, examples, run_dir)
+    check = critic_ranking(run, examples, run_dir, progress)
     for line in describe_ranking(check, sum(len(r['candidates']) for r in examples.records or [])): say(line)
-    actor, actor_dir, train_dir = train_policy(run, examples, run_dir, actor)
+    actor, actor_dir, train_dir = train_policy(run, examples, run_dir, actor, progress)
     steps = read_train_log(train_dir)
-    results = evaluate_policy(run, data, actor, actor_dir, run_dir)
+    results = evaluate_policy(run, data, actor, actor_dir, run_dir, progress)
     metrics = offline_metrics(run, data, examples, results, steps, check, train_dir, run_dir)
     atomic_write_text(run_dir / 'metrics.json', json.dumps(metrics, indent=2, sort_keys=True) + '\n')
     return dict(data=data, examples=examples, critic_check=check, actor=actor, train_dir=train_dir, steps=steps, results=results, metrics=metrics)
