@@ -135,6 +135,9 @@ def main(argv=None) -> int:
         TIMES.write_text(json.dumps(dict(sorted(known.items())), indent=1) + '\n')
     if not failed: shutil.rmtree(scratch, ignore_errors=True)
     else: print(f"logs kept in {scratch}")
+    for f in failed:  # once more, short, at the very end: CI's report may keep only the last lines of the output
+        tail = [l for l in logs[f].read_text(errors='replace').splitlines() if l.strip()][-12:]
+        print(f"--- {key(f)}: the last lines of its output ---", *tail, sep='\n')
     if failed: print('FAIL: ' + ', '.join(key(f) for f in failed))
     return 1 if failed else 0
 
