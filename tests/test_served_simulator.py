@@ -11,7 +11,7 @@ from sweet_rl.base.data import sample_tasks
 from sweet_rl.base.models import DEFAULT_MODEL, GenerationError, OpenAIBackend, TransformersBackend, fetch_model
 from sweet_rl.base.rollout import RolloutConfig, env_factory, run_rollouts
 
-N_TASKS = 6  # three waves of two episodes: the kill comes after the first wave is stored
+N_TASKS = 4  # two waves of two episodes: the kill comes after the first wave is stored, the second meets it
 CONFIG = RolloutConfig(batch_size=2, max_new_tokens=24)
 ENV = dict(max_turns=2, simulator_max_new_tokens=16)
 
