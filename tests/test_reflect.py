@@ -22,38 +22,35 @@ def at_passenger_seeds(n):
 
 
 def test_online_rl_raises_success_on_the_pickup_curriculum():
-    # REINFORCE end to end (the authors' default); PPO's update is checked step by step below, at a tenth of the cost
+    # REINFORCE end to end (the authors' default); PPO's update is checked step by step below
     model, tok = lora_lm('smollm2-135m', ReflectConfig(seed=0))
-    c = ReflectConfig(reflection=False, memory=0, seed=0, algorithm='reinforce')
-    seeds = at_passenger_seeds(16)
+    c = ReflectConfig(reflection=False, memory=0, seed=0, algorithm='reinforce', lr=2e-3)  # 10x Table 3's rate: one iteration does
+    seeds = at_passenger_seeds(12)
     envs = [DangerousTaxiEnv(TaxiConfig(curriculum='pickup', horizon=1)) for _ in range(8)]  # one decision: a cheap check
-    evaluate = lambda: success_rate(play(model, tok, envs, seeds[:8], c, greedy=True) + play(model, tok, envs, seeds[8:], c, greedy=True))
+    evaluate = lambda: success_rate(play(model, tok, envs, seeds[4:], c, greedy=True))  # greedy, on 8 starts it never trains on
     before, opt, gen = evaluate(), new_optimizer(model, c), torch.Generator().manual_seed(0)
-    for it in range(12):
-        batch = [seeds[(4 * it + k) % len(seeds)] for k in range(4)]
-        policy_update(model, tok, opt, play(model, tok, envs[:4], batch, c, generator=gen), c)
+    policy_update(model, tok, opt, play(model, tok, envs[:4], seeds[:4], c, generator=gen), c)
     after = evaluate()
-    assert after >= before + 0.25, (before, after)
+    assert after >= before + 0.5, (before, after)
 
 
 def test_ppo_update_moves_each_action_the_way_its_return_says():
-    "On four decisive states, the right action rewarded +1 and a wrong one -1: PPO's epochs raise the first and lower the second."
+    "On a decisive state, the right action rewarded +1 and a wrong one -1: PPO's epochs raise the first and lower the second."
     model, tok = lora_lm('smollm2-135m', ReflectConfig(seed=0))
     c = ReflectConfig(reflection=False, memory=0, seed=0, algorithm='ppo', ppo_epochs=2)
-    env, eps = DangerousTaxiEnv(TaxiConfig(curriculum='pickup', horizon=1)), []
-    for seed in at_passenger_seeds(4):
-        (step,) = play(model, tok, [env], [seed], c, greedy=True, record_oracle=True)[0]['steps']
-        labels = action_labels(step['n_actions'])
-        good = LABELS.index(labels[step['actions'].index(step['oracle'])])
-        bad = next(k for k in range(step['n_actions']) if k != good)
-        (now,) = label_logprobs(model, tok, [step['prompt']], [step['n_actions']])
-        for k, r in ((good, 1.0), (bad, -1.0)):
-            eps.append({'steps': [{**step, 'label': k, 'reward': r, 'logprob': float(now[k])}]})
-    before = label_logprobs(model, tok, [e['steps'][0]['prompt'] for e in eps], [e['steps'][0]['n_actions'] for e in eps])
+    env, (seed,) = DangerousTaxiEnv(TaxiConfig(curriculum='pickup', horizon=1)), at_passenger_seeds(1)
+    (step,) = play(model, tok, [env], [seed], c, greedy=True, record_oracle=True)[0]['steps']
+    labels = action_labels(step['n_actions'])
+    good = LABELS.index(labels[step['actions'].index(step['oracle'])])
+    bad = next(k for k in range(step['n_actions']) if k != good)
+    def score():
+        "Both actions' log-probabilities at the state."
+        with torch.no_grad(): return label_logprobs(model, tok, [step['prompt']], [step['n_actions']])[0]
+    before = score()
+    eps = [{'steps': [{**step, 'label': k, 'reward': r, 'logprob': float(before[k])}]} for k, r in ((good, 1.0), (bad, -1.0))]
     policy_update(model, tok, new_optimizer(model, c), eps, c)
-    after = label_logprobs(model, tok, [e['steps'][0]['prompt'] for e in eps], [e['steps'][0]['n_actions'] for e in eps])
-    moved = [float(a[e['steps'][0]['label']] - b[e['steps'][0]['label']]) for a, b, e in zip(after, before, eps)]
-    assert all(m > 0 for m in moved[0::2]) and all(m < 0 for m in moved[1::2]), moved
+    moved = score() - before
+    assert moved[good] > 0 and moved[bad] < 0, (moved, good, bad)
 
 
 def test_interrupted_run_resumes_to_the_same_weights(tmp_path, monkeypatch, tiny_lm):
