@@ -45,7 +45,8 @@ def _fake_run(runs, nb, params, commit):
 
 def test_collect_refuses_mixed_code_versions(tmp_path):
     study = Study.from_dict({'name': 's', 'runs': [{'notebook': 'evaluate', 'grid': {'seed': [0, 1]}}]})
-    for seed, commit in ((0, 'aaa'), (1, 'bbb')): _fake_run(tmp_path, 'evaluate', {'seed': seed}, commit)
+    # the runs the study expands to at its scale (smoke: CI's own evaluate parameters too), one per code version
+    for (nb, params), commit in zip(expand_study(study), ('aaa', 'bbb')): _fake_run(tmp_path, nb, params, commit)
     with pytest.raises(ValueError, match='2 code versions'): collect_study(study, runs_dir=tmp_path)
     table = collect_study(study, runs_dir=tmp_path, allow_mixed_versions=True, results_dir=tmp_path / 'results')
     assert list(table['commit']) == ['aaa', 'bbb'] and (tmp_path / 'results' / 's.csv').is_file()
@@ -109,8 +110,10 @@ def test_collect_choice_episodes_and_curves(tmp_path):
 def test_collect_search_episodes(tmp_path):
     "MT-GRPO runs on the search task: episodes keep raw reward scores under `rewards`; rates in %, the weighted reward as it is."
     study = Study.from_dict({'name': 'm', 'runs': [{'notebook': 'train_mtgrpo', 'grid': {'mode': ['or', 'mt']}}]})
-    for mode, tools in (('or', [0, 0, 1, 0]), ('mt', [1, 1, 1, 0])):
-        full = check_params('train_mtgrpo', {'mode': mode})
+    tool_uses = {'or': [0, 0, 1, 0], 'mt': [1, 1, 1, 0]}
+    for nb, params in expand_study(study):  # the runs at the study's scale (smoke: CI's own train_mtgrpo parameters too)
+        full = check_params(nb, params)
+        tools = tool_uses[full['mode']]
         d = run_dir_for('train_mtgrpo', full, tmp_path); d.mkdir(parents=True)
         eps = [{'task': {'problem_description': f'q{i}'}, 'reward': 0.2 * t, 'success': False,
                 'rewards': {'exact_match': 0.0, 'answer_present': 0.0, 'tool_execution': float(t), 'answer_in_result': 0.0,
