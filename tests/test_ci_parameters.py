@@ -15,7 +15,7 @@ def test_train_critic_defaults_are_the_users_and_ci_runs_smaller():
     declared = notebook_parameters('train_critic')
     assert (declared['n_tasks']['default'], declared['max_steps']['default']) == (40, 32)  # the user's command
     ci = run_notebooks.ci_parameters()
-    assert ci['train_critic'] == {'n_tasks': 24, 'max_steps': 16} == load_scales()['smoke']['train_critic']
+    assert ci['train_critic'] == {'n_tasks': 16, 'max_steps': 8} == load_scales()['smoke']['train_critic']
     for name, params in ci.items():  # every CI parameter is one the notebook declares
         assert set(params) <= set(notebook_parameters(name)), name
 

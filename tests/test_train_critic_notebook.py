@@ -1,7 +1,7 @@
 """The critic-training notebook under papermill: at a smaller size than its defaults, the trained SWEET critic ranks
 held-out pairs (tasks it never trained on) better than the untrained critic (seed 0: on a CPU the run is deterministic,
 so one seed is one fixed check; the notebook takes `seed` for more). The backend check is not repeated here: CI runs
-the notebook on backend with its smoke parameters (studies/scales.yaml: 24 tasks, 16 steps, seed 0), and the notebook
+the notebook on backend with its smoke parameters (studies/scales.yaml: 16 tasks, 8 steps, seed 0), and the notebook
 asserts there that its SWEET critic ranks held-out pairs above the untrained critic."""
 import json, os, subprocess, sys
 from pathlib import Path
@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = (0,)
-# smaller than the defaults (40 tasks, 32 steps) and CI's backend run (24, 16). Most of the time is the critic's steps and
+# smaller than the defaults (40 tasks, 32 steps) and CI's backend run (16, 8). Most of the time is the critic's steps and
 # held-out scoring on 500-900-token pages (rendering is about 5%); 8 tasks and 6 steps still give 8 held-out pairs
 SMALL = {'frontend': {'n_tasks': 8, 'max_steps': 6}}
 DEV_FRONTEND = Path(os.environ.get('SWEET_RL_COLBENCH_DEV') or ROOT.parent / 'shared' / 'colbench') / 'frontend_dev.jsonl'
