@@ -16,6 +16,9 @@ def test_train_critic_defaults_are_the_users_and_ci_runs_smaller():
     assert (declared['n_tasks']['default'], declared['max_steps']['default']) == (40, 32)  # the user's command
     ci = run_notebooks.ci_parameters()
     assert ci['train_critic'] == {'n_tasks': 16, 'max_steps': 8} == load_scales()['smoke']['train_critic']
+    # the notebook asserts its learning check only at CI's parameters: its guard names the same numbers
+    guard = f"('backend', 'sweet', 'scripted', {ci['train_critic']['n_tasks']}, {ci['train_critic']['max_steps']}, 0)"
+    assert guard in (ROOT / 'nbs' / 'train_critic.ipynb').read_text(), guard
     for name, params in ci.items():  # every CI parameter is one the notebook declares
         assert set(params) <= set(notebook_parameters(name)), name
 

@@ -111,10 +111,8 @@ def test_collect_search_episodes(tmp_path):
     "MT-GRPO runs on the search task: episodes keep raw reward scores under `rewards`; rates in %, the weighted reward as it is."
     study = Study.from_dict({'name': 'm', 'runs': [{'notebook': 'train_mtgrpo', 'grid': {'mode': ['or', 'mt']}}]})
     tool_uses = {'or': [0, 0, 1, 0], 'mt': [1, 1, 1, 0]}
-    for nb, params in expand_study(study):  # the runs at the study's scale (smoke: CI's own train_mtgrpo parameters too)
-        full = check_params(nb, params)
+    for full, d in study_run_dirs(study, tmp_path):  # the runs at the study's scale (smoke: CI's own train_mtgrpo parameters too)
         tools = tool_uses[full['mode']]
-        d = run_dir_for('train_mtgrpo', full, tmp_path); d.mkdir(parents=True)
         eps = [{'task': {'problem_description': f'q{i}'}, 'reward': 0.2 * t, 'success': False,
                 'rewards': {'exact_match': 0.0, 'answer_present': 0.0, 'tool_execution': float(t), 'answer_in_result': 0.0,
                             'xml_format': 0.0, 'xml_tags': 0.0}} for i, t in enumerate(tools)]
