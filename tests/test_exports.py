@@ -1,6 +1,7 @@
 """The exports (`nbs/39_exports.ipynb`) on ColBench's frontend, which needs Chromium: through OpenEnv, TRL's environment
 factory and verifiers, a frontend episode gives the environment's own page-similarity reward and shows no reference
-page. Clarify, search and the backend (and a two-step GRPO run) are checked in the notebook."""
+page. Clarify, search and the backend (and a two-step GRPO run) are checked in the notebook; clarify through verifiers
+v1's user-simulator environment, end to end with both seats scripted, is checked here too."""
 import json
 
 import pytest
@@ -61,3 +62,54 @@ def test_frontend_through_verifiers(tasks):
         GenerationClient(Drafter()), model='scripted', num_examples=1)['outputs'][0]
     assert out['stop_condition'] == 'episode_over' and [m['role'] for m in out['completion']] == ['assistant', 'user', 'assistant']
     assert out['completion'][1]['content'] == 'Make the header darker.' and out['reward'] > 0.9
+
+
+class Recording(GenerationBackend):
+    "A scripted agent that keeps every conversation it is sent (what the model behind a seat would see)."
+    def __init__(self, agent): self.agent, self.seen = agent, []
+    def complete(self, conversations, params=None):
+        self.seen += conversations
+        return self.agent.complete(conversations, params)
+
+
+class Shrugger(GenerationBackend):
+    "A stand-in for an LLM user: states the request it finds in its persona, then knows nothing and never ends the talk."
+    def complete(self, conversations, params=None):
+        def reply(c):  # the v1 user seat opens on [its persona, the greeting]
+            if len(c) != 2: return "I don't know."
+            return c[0]['content'].split('You asked the assistant for this:\n', 1)[1].split('\n\nWhat you know', 1)[0]
+        return [Completion(reply(c), 3, 'stop') for c in conversations]
+
+
+def test_clarify_through_verifiers_user_sim():
+    """Two v1 user-sim episodes offline, both seats scripted: with the environment's own person as the user, and with a
+    user who never says it is done (the environment's episode end stops the exchange). The assistant's reward is the one
+    the environment gives when it plays the same messages itself, and the reference never reaches the assistant."""
+    from sweet_rl.envs.clarify import ScriptedClarifier, generate_tasks
+    from sweet_rl.runs.exports import UserSimExport, episode_reward, seat_trace
+
+    tasks = generate_tasks(4, seed=0)
+    export = UserSimExport('clarify', [tasks[0], tasks[2]])
+    agent = Recording(ScriptedClarifier(p_ask=1.0))
+    episodes = export.episodes_sync(agent, task_indices=[0]) + export.episodes_sync(agent, Shrugger(), task_indices=[1])
+    rewards = []
+    for ep, task, human in zip(episodes, export.tasks, [None, Shrugger()]):
+        assistant, user = seat_trace(ep), seat_trace(ep, 'user')
+        assert ep.ok and ep.errors == []
+        said = [m.content for m in assistant.messages if m.role == 'assistant']
+        heard = [m.content for m in assistant.messages if m.role == 'user'][1:]  # after the user's opening request
+        direct = make_env('clarify') if human is None else make_env('clarify', human, human='llm')
+        direct.reset(task)
+        for m in said:
+            if direct.step(m)[1]: break
+        assert direct.agent_turns == len(said) and direct.done  # the exchange ended where the environment's episode did
+        assert heard == [t['content'] for t in direct.history[2::2]]  # the same dialogue
+        assert assistant.reward == pytest.approx(episode_reward(direct))
+        rewards.append(assistant.reward)
+        assert task.hidden_information in user.messages[0].content  # the user's persona holds the reference ...
+        shown = [m.content for m in assistant.messages if m.role != 'assistant']
+        assert shown and not any(task.hidden_information in t for t in shown)  # ... the assistant's trace never shows it
+    assert [seat_trace(ep).stop_condition for ep in episodes] == ['user_closed', 'episode_over']
+    assert rewards[0] != rewards[1]  # two different outcomes, both matched: no constant reward passes
+    shown_to_model = [m['content'] for c in agent.seen for m in c if m['role'] != 'assistant']  # every request's inputs
+    assert len(agent.seen) == 6 and not any(t.hidden_information in s for t in export.tasks for s in shown_to_model)
