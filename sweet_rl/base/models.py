@@ -4,7 +4,8 @@
 
 # %% ../../nbs/02_models.ipynb #b889b4d9
 from __future__ import annotations
-import argparse, concurrent.futures, gc, hashlib, itertools, json, logging, os, shutil, subprocess, sys, threading, time, warnings, weakref, zipfile
+import argparse, atexit, concurrent.futures, dataclasses, gc, hashlib, heapq, itertools, json, logging, multiprocessing, os, pickle, shutil, signal
+import subprocess, sys, threading, time, traceback, warnings, weakref, zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -19,17 +20,19 @@ from .core import Config, atomic_write_text, cache_dir, file_lock, run_cli
 
 # %% auto #0
 __all__ = ['PRESETS', 'DEFAULT_MODEL', 'MARKER', 'LORA_TARGETS', 'DEFAULT_CACHE_BYTES', 'RETRY_STATUS', 'FIXED_NAME_SERVERS',
-           'VLLM_LORA_RANKS', 'BACKENDS', 'ModelPreset', 'ModelAssetError', 'assemble_gguf', 'preset_dir',
-           'fetch_model', 'cpu_supports_bf16', 'resolve_dtype', 'resolve_model_path', 'load_tokenizer', 'load_model',
-           'add_lora', 'check_conversations', 'generation_prompt_ids', 'end_of_turn_ids', 'SamplingParams',
-           'Completion', 'truncate_at_stop', 'GenerationBackend', 'kv_nbytes', 'kv_bytes_per_token', 'CachedPrefix',
-           'common_prefix_len', 'PrefixCache', 'next_tokens', 'prefix_cacheable', 'weights_version',
-           'TransformersBackend', 'rows_to_cache', 'cache_row', 'drop_first_positions', 'GenerationError',
-           'OpenAIBackend', 'vllm_lora_rank', 'VLLMBackend', 'live_vllm_engines', 'vllm_parallel_size', 'BackendConfig',
-           'parse_backend_spec', 'make_backend', 'assistant_char_spans', 'EncodedConversations',
-           'turn_index_from_offsets', 'encode_conversations', 'causal_lm', 'head_projects_hidden', 'gather_logprobs',
-           'projected_logprobs', 'unpads_by_default', 'token_logprobs', 'cached_logprobs', 'ScoredConversation',
-           'score_conversations', 'TurnStats', 'per_turn', 'main']
+           'VLLM_LORA_RANKS', 'PROMPT_CHARS_PER_DECODE_TOKEN', 'BACKENDS', 'ModelPreset', 'ModelAssetError',
+           'assemble_gguf', 'preset_dir', 'fetch_model', 'cpu_supports_bf16', 'resolve_dtype', 'resolve_model_path',
+           'load_tokenizer', 'load_model', 'add_lora', 'check_conversations', 'generation_prompt_ids',
+           'end_of_turn_ids', 'SamplingParams', 'Completion', 'truncate_at_stop', 'GenerationBackend', 'kv_nbytes',
+           'kv_bytes_per_token', 'CachedPrefix', 'common_prefix_len', 'PrefixCache', 'next_tokens', 'prefix_cacheable',
+           'weights_version', 'TransformersBackend', 'rows_to_cache', 'cache_row', 'drop_first_positions',
+           'GenerationError', 'OpenAIBackend', 'vllm_lora_rank', 'VLLMBackend', 'live_vllm_engines',
+           'vllm_parallel_size', 'visible_gpus', 'engine_devices', 'request_cost', 'shard_requests',
+           'DataParallelBackend', 'BackendConfig', 'parse_backend_spec', 'vllm_engines', 'make_backend',
+           'assistant_char_spans', 'EncodedConversations', 'turn_index_from_offsets', 'encode_conversations',
+           'causal_lm', 'head_projects_hidden', 'gather_logprobs', 'projected_logprobs', 'unpads_by_default',
+           'token_logprobs', 'cached_logprobs', 'ScoredConversation', 'score_conversations', 'TurnStats', 'per_turn',
+           'main']
 
 # %% ../../nbs/02_models.ipynb #4661c1c3
 @dataclass(frozen=True)
@@ -727,6 +730,7 @@ def vllm_lora_rank(r:int) -> int:
     return fit[0]
 
 _VLLM_LIVE = weakref.WeakSet()  # vLLM engines of this process not yet closed (`live_vllm_engines`)
+_DP_LIVE = weakref.WeakSet()  # data-parallel backends of this process not yet closed (`DataParallelBackend`, below)
 
 # %% ../../nbs/02_models.ipynb #31155890
 class VLLMBackend(GenerationBackend):
@@ -793,9 +797,9 @@ class VLLMBackend(GenerationBackend):
 
 # %% ../../nbs/02_models.ipynb #8982b81c
 def live_vllm_engines() -> list:
-    "The `VLLMBackend`s of this process not yet closed, after a garbage collection."
+    "The `VLLMBackend`s and `DataParallelBackend`s (engines in worker processes) of this process not yet closed, after a garbage collection."
     gc.collect()
-    return [b for b in _VLLM_LIVE if b.llm is not None]
+    return [b for b in _VLLM_LIVE if b.llm is not None] + [b for b in _DP_LIVE if b.workers]
 
 # %% ../../nbs/02_models.ipynb #41373fd8
 def vllm_parallel_size(model, # preset, folder or cached hub id (only its config.json is read)
@@ -819,6 +823,167 @@ def vllm_parallel_size(model, # preset, folder or cached hub id (only its config
                          f"{gpu_bytes / 2 ** 30:.0f} GiB; vLLM needs more GPUs")
     return tp
 
+# %% ../../nbs/02_models.ipynb #9dffca96
+def visible_gpus() -> list[str]:
+    "This process's GPUs as `CUDA_VISIBLE_DEVICES` names them: its entries up to the first invalid one (as CUDA reads it) when set, else 0..n-1."
+    env = os.environ.get('CUDA_VISIBLE_DEVICES')
+    if env is None: return [str(i) for i in range(torch.cuda.device_count())]
+    return list(itertools.takewhile(lambda d: d and not d.startswith('-'), (d.strip() for d in env.split(','))))
+
+def engine_devices(engines:int, # engines wanted, one worker process each
+                   tensor_parallel_size:int=1, # GPUs each engine shards its model over
+                   gpus:Sequence[str]|None=None, # the GPUs to share out (default: `visible_gpus()`)
+                  ) -> list[str]:
+    "Each engine's `CUDA_VISIBLE_DEVICES`: disjoint runs of `tensor_parallel_size` GPUs, the last ones first (GPU 0 stays free for this process's own work)."
+    gpus = visible_gpus() if gpus is None else [str(g) for g in gpus]
+    if engines < 1 or tensor_parallel_size < 1:
+        raise ValueError(f"expected engines >= 1 and tensor_parallel_size >= 1, got {engines} and {tensor_parallel_size}")
+    if (need := engines * tensor_parallel_size) > len(gpus):
+        raise ValueError(f"{engines} engine(s) x tensor parallel {tensor_parallel_size} = {need} GPUs asked for, but {len(gpus)} visible "
+                         f"({','.join(gpus) or 'none'}; CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}): "
+                         f"ask for fewer engines (data_parallel_size) or a smaller tensor_parallel_size")
+    gpus = gpus[len(gpus) - need:]
+    return [','.join(gpus[i * tensor_parallel_size:(i + 1) * tensor_parallel_size]) for i in range(engines)]
+
+# %% ../../nbs/02_models.ipynb #031144de
+PROMPT_CHARS_PER_DECODE_TOKEN = 40 # prefill of ~10 prompt tokens (~40 characters) costs an engine about one decoded token
+
+def request_cost(conversation:list, params:SamplingParams) -> float:
+    "Rough engine time of one request, in decoded tokens: its most new tokens plus its prompt's characters / `PROMPT_CHARS_PER_DECODE_TOKEN`."
+    return params.max_new_tokens + sum(len(str(m.get('content', ''))) for m in conversation) / PROMPT_CHARS_PER_DECODE_TOKEN
+
+def shard_requests(costs:Sequence[Sequence[float]], # per group, each request's cost
+                   engines:int) -> list[list[tuple[int, int, int]]]:
+    "Per engine, its runs `(group, start, stop)`: groups cut into runs of at most ceil(requests / engines), costliest first to the least loaded engine."
+    size = max(1, -(-sum(len(c) for c in costs) // engines))
+    runs = sorted(((g, a, min(a + size, len(c))) for g, c in enumerate(costs) for a in range(0, len(c), size)),
+                  key=lambda r: -sum(costs[r[0]][r[1]:r[2]]))  # stable: equal costs keep the caller's order
+    loads, out = [(0.0, e) for e in range(engines)], [[] for _ in range(engines)]
+    for g, a, b in runs:
+        load, e = heapq.heappop(loads)
+        out[e].append((g, a, b))
+        heapq.heappush(loads, (load + sum(costs[g][a:b]), e))
+    return [sorted(r) for r in out]
+
+# %% ../../nbs/02_models.ipynb #76f95123
+class _Worker(NamedTuple):
+    process:object # its `multiprocessing` process
+    conn:object # the parent's end of its pipe
+    devices:str # its CUDA_VISIBLE_DEVICES
+
+def _engine_worker(conn, devices:str):
+    "A worker process: build the engine from the spec the parent sends, then answer `complete_groups` requests until told to stop."
+    os.setpgrp()  # a process group of its own: `close` ends the engine's own processes with it, and a terminal's Ctrl-C goes to the parent only
+    os.environ['CUDA_VISIBLE_DEVICES'] = devices  # before anything in this process touches CUDA
+    engine = None
+    try:
+        spec = conn.recv()
+        engine = spec() if callable(spec) else make_backend(spec)
+        conn.send(('ready', None))
+        while (groups := conn.recv()) is not None:
+            try: conn.send(('done', engine.complete_groups(groups)))
+            except Exception: conn.send(('error', traceback.format_exc()))
+    except EOFError: pass  # the parent went away
+    except Exception: conn.send(('error', traceback.format_exc()))  # the engine could not be built
+    finally:
+        if engine is not None: engine.close()
+
+def _reply(w:_Worker) -> tuple[str, object]:
+    "A worker's answer: ('ready'|'done', value), ('error', why with its traceback), or ('died', why) when its process ended."
+    try: kind, value = w.conn.recv()
+    except (EOFError, OSError):
+        w.process.join(5)
+        return 'died', f"the worker process ended (exit code {w.process.exitcode})"
+    return (kind, f"{value.strip().splitlines()[-1]}\nthe worker's traceback:\n{value}") if kind == 'error' else (kind, value)
+
+def _kill_groups(workers:list):
+    "SIGKILL each worker's process group: the worker and whatever its engine started."
+    for w in workers:
+        try: os.killpg(w.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError): pass  # nothing left in the group
+
+def _stop_workers(workers:list, timeout:float):
+    "Ask each worker to stop, wait up to `timeout` s in all, then kill each one's process group (what is left of it); empties `workers`."
+    for w in workers:
+        try: w.conn.send(None)
+        except OSError: pass  # already gone
+    deadline = time.monotonic() + timeout
+    for w in workers: w.process.join(max(0.0, deadline - time.monotonic()))
+    _kill_groups(workers)  # a stuck engine, or processes an engine left behind
+    for w in workers: w.process.join(5); w.conn.close()
+    workers.clear()
+
+def _close_data_parallel():
+    "At interpreter exit, before `multiprocessing` joins (and would wait forever on) the workers: close every live backend."
+    for b in list(_DP_LIVE): b.close()
+
+# %% ../../nbs/02_models.ipynb #2719b420
+class DataParallelBackend(GenerationBackend):
+    "One engine per worker process, each pinned to its own GPUs; `complete` and `complete_groups` spread the requests over the engines."
+    joint_calls = True # all groups of `complete_groups` go out in one round: each engine gets its share in one call
+    def __init__(self, spec, # what each worker builds: a `make_backend` spec (string, `BackendConfig`, dict) or a picklable callable returning a backend
+                 devices:Sequence[str], # per worker, its CUDA_VISIBLE_DEVICES ('0'; '0,1' for an engine over two GPUs): see `engine_devices`
+                 start_method:str='spawn', # 'spawn' (a process that has used CUDA cannot fork); 'fork' starts in milliseconds where no GPU is used
+                 stop_timeout:float=60.0, # seconds `close` waits for the engines to shut down before it kills them
+                ):
+        if isinstance(spec, GenerationBackend): raise TypeError("pass the spec each worker builds its engine from, not a backend built here")
+        try: pickle.dumps(spec)
+        except Exception as e:
+            raise TypeError(f"the engine spec must pickle to reach the workers (a module-level class or function, or a functools.partial "
+                            f"of one; not a lambda or a local class): {e}") from None
+        if not devices: raise ValueError("DataParallelBackend needs one entry of devices per worker, got none")
+        ctx, self.devices, self.workers = multiprocessing.get_context(start_method), [str(d) for d in devices], []
+        self._stop = weakref.finalize(self, _stop_workers, self.workers, stop_timeout)  # also when the backend is dropped unclosed
+        for d in self.devices:
+            mine, theirs = ctx.Pipe()
+            p = ctx.Process(target=_engine_worker, args=(theirs, d), name=f'engine-gpu{d}')
+            p.start(); theirs.close()
+            self.workers.append(_Worker(p, mine, d))
+        atexit.unregister(_close_data_parallel); atexit.register(_close_data_parallel)  # once, after multiprocessing's exit handler: runs before it
+        _DP_LIVE.add(self)
+        self._round({i: spec for i in range(len(self.workers))}, 'building its engine')  # the engines load side by side
+
+    def _round(self, messages:dict, # worker index -> what to send it
+               doing:str) -> dict:
+        "Send each worker its message, then collect every answer (the pipes stay in step); a failure names the worker's GPUs."
+        try:
+            for i, m in messages.items():
+                try: self.workers[i].conn.send(m)
+                except OSError: pass  # a dead worker: its recv below says so
+            replies = {i: _reply(self.workers[i]) for i in messages}
+        except BaseException: _kill_groups(self.workers); self.close(); raise  # interrupted (Ctrl-C): answers still due would reach the next call
+        failures = [f"engine worker {i} on GPU(s) {self.workers[i].devices} (CUDA_VISIBLE_DEVICES={self.workers[i].devices}) failed {doing}: {why}"
+                    for i, (kind, why) in replies.items() if kind in ('error', 'died')]
+        if failures:
+            if doing == 'building its engine' or any(kind == 'died' for kind, _ in replies.values()): self.close()
+            raise RuntimeError('\n'.join(failures))
+        return {i: value for i, (_, value) in replies.items()}
+
+    def complete(self, conversations:list, params:SamplingParams|None=None) -> list[Completion]:
+        "One reply per conversation, the requests shared over the engines."
+        return self.complete_groups([(conversations, params)])[0]
+
+    def complete_groups(self, groups:Sequence[tuple]) -> list[list[Completion]]:
+        "Each group's replies, as one engine gives them: request i of a group is seeded `seed + i` on whichever engine runs it."
+        if not self.workers: raise RuntimeError("this DataParallelBackend is closed")
+        groups = [(check_conversations(convs), params or SamplingParams()) for convs, params in groups]
+        shards = shard_requests([[request_cost(c, p) for c in convs] for convs, p in groups], len(self.workers))
+        def run(g, a, b):  # requests a..b-1 of group g, seeded as they are in the whole group
+            convs, p = groups[g]
+            return convs[a:b], p if p.seed is None else dataclasses.replace(p, seed=p.seed + a)
+        answers = self._round({i: [run(*r) for r in rs] for i, rs in enumerate(shards) if rs}, 'generating')
+        out = [[None] * len(convs) for convs, _ in groups]
+        for i, rs in enumerate(shards):
+            for (g, a, b), done in zip(rs, answers.get(i, [])):
+                if len(done) != b - a: raise RuntimeError(f"engine worker {i} (GPU(s) {self.devices[i]}) gave {len(done)} replies for {b - a} requests")
+                out[g][a:b] = done
+        return out
+
+    def close(self):
+        "Stop every worker and its engine; what still runs after `stop_timeout` s is killed, with the processes its engine started."
+        _DP_LIVE.discard(self)
+        self._stop()
+
 # %% ../../nbs/02_models.ipynb #8f9e3cba
 @dataclass
 class BackendConfig(Config):
@@ -836,18 +1001,32 @@ class BackendConfig(Config):
     backoff:float=1.0 # openai: first wait before a retry, doubling each time
     max_backoff:float=30.0 # openai: longest wait between two attempts
     tensor_parallel_size:int=0 # vllm: GPUs to shard the model over (0: `vllm_parallel_size`, the fewest that hold it)
+    data_parallel_size:int=0 # vllm: engines, each on its own `tensor_parallel_size` GPUs in a worker process (0 or 1: one engine, in this process)
 
 BACKENDS = {'transformers': TransformersBackend, 'openai': OpenAIBackend, 'vllm': VLLMBackend}
 
 # %% ../../nbs/02_models.ipynb #e1e4fd41
 def parse_backend_spec(spec:str) -> BackendConfig:
-    "Read `'NAME'`, `'transformers:NAME'`, `'vllm:NAME'`, `'openai:URL'` or `'openai:MODEL@URL'`."
+    "Read `'NAME'`, `'transformers:NAME'`, `'vllm:NAME'`, `'vllm*N:NAME'` (N engines), `'openai:URL'` or `'openai:MODEL@URL'`."
     kind, sep, rest = spec.partition(':')
-    if not sep or kind not in BACKENDS: return BackendConfig(model=spec)
-    if kind != 'openai': return BackendConfig(kind=kind, model=rest)
+    kind, star, engines = kind.partition('*')
+    if not sep or kind not in BACKENDS or (star and not engines.isdigit()): return BackendConfig(model=spec)
+    if star and kind != 'vllm': raise ValueError(f"backend spec {spec!r}: only vllm runs several engines (vllm*N:MODEL)")
+    if kind != 'openai': return BackendConfig(kind=kind, model=rest, data_parallel_size=int(engines or 0))
     model, at, url = rest.rpartition('@')
     if not url.startswith(('http://', 'https://')): raise ValueError(f"backend spec {spec!r}: expected openai:URL or openai:MODEL@URL")
     return BackendConfig(kind='openai', model=model if at else None, base_url=url)
+
+# %% ../../nbs/02_models.ipynb #9e0bfeed
+def vllm_engines(cfg:BackendConfig) -> DataParallelBackend:
+    "`cfg.data_parallel_size` vLLM engines on disjoint GPUs of this process, one worker each; an error when the GPUs are too few."
+    if cfg.kind != 'vllm':
+        raise ValueError(f"data_parallel_size {cfg.data_parallel_size} needs kind 'vllm', got {cfg.kind!r} (an openai server batches "
+                         "requests itself; transformers decodes in this process)")
+    gpus, n = visible_gpus(), cfg.data_parallel_size
+    engine_devices(n, max(1, cfg.tensor_parallel_size), gpus)  # too few GPUs: say so before reading the model
+    tp = cfg.tensor_parallel_size or vllm_parallel_size(cfg.model, gpus=len(gpus) // n)
+    return DataParallelBackend(dataclasses.replace(cfg, data_parallel_size=0, tensor_parallel_size=tp), engine_devices(n, tp, gpus))
 
 # %% ../../nbs/02_models.ipynb #fda4f80c
 def make_backend(spec='smollm2-135m', # spec string, `BackendConfig`, dict of its fields, or a backend (returned as is)
@@ -855,6 +1034,7 @@ def make_backend(spec='smollm2-135m', # spec string, `BackendConfig`, dict of it
     "Build the generation backend `spec` describes."
     if isinstance(spec, GenerationBackend): return spec
     cfg = parse_backend_spec(spec) if isinstance(spec, str) else spec if isinstance(spec, BackendConfig) else BackendConfig.from_dict(spec, 'backend spec')
+    if cfg.data_parallel_size > 1: return vllm_engines(cfg)
     if cfg.kind == 'transformers': return TransformersBackend(cfg.model, dtype=cfg.dtype, batch_size=cfg.batch_size,
                                                                 prefix_cache=cfg.prefix_cache, cache_bytes=cfg.cache_bytes)
     if cfg.kind == 'openai':
