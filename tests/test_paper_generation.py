@@ -157,8 +157,19 @@ def test_a_launch_waits_for_vllm_engines_to_close(tiny_lm, fake_vllm):
 def test_the_dry_run_still_checks_a_vllm_models_folder(tmp_path):
     from sweet_rl.runs.pipeline import missing_paths
     (tmp_path / 'here').mkdir()
-    assert missing_paths({'model': f'vllm:{tmp_path}/gone', 'judge': f'vllm:{tmp_path}/here', 'simulator': 'openai:M@http://h:1/v1'}) == [
-        f'model=vllm:{tmp_path}/gone']
+    assert missing_paths({'model': f'vllm:{tmp_path}/gone', 'judge': f'vllm:{tmp_path}/here', 'simulator': 'openai:M@http://h:1/v1',
+                          'actor': f'vllm*8:{tmp_path}/gone', 'data_model': f'vllm*2:{tmp_path}/here'}) == [
+        f'model=vllm:{tmp_path}/gone', f'actor=vllm*8:{tmp_path}/gone']  # data-parallel specs (`vllm*N:`) are checked too
+
+
+def test_the_dry_run_wants_vllm_for_a_data_parallel_spec(monkeypatch):
+    "A study whose only vLLM use is a `vllm*N:` spec still gets the 'vllm imports' check (and a plain name does not)."
+    from sweet_rl.runs import pipeline
+    monkeypatch.setattr(pipeline, 'import_error', lambda m: f'no module named {m}')
+    monkeypatch.setattr(pipeline, 'gpu_memory_gib', lambda: [])
+    wants = lambda model: any('vllm does not import' in p for p in pipeline.cluster_problems(
+        [pipeline.Study('dp', [{'notebook': 'evaluate', 'params': {'model': model}}])], {}, [], 'paper'))
+    assert wants('vllm*2:/models/x') and wants('vllm:/models/x') and not wants('smollm2-135m')
 
 
 def test_the_paper_runs_build_these_engines(paper_cluster, fake_vllm, tiny_lm, monkeypatch):

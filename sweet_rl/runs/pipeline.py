@@ -267,10 +267,10 @@ def expand_study(study:Study, scale:str='smoke', scales:dict|None=None) -> list[
 
 # %% ../../nbs/33_pipeline.ipynb #e4714dcf
 def _local_path(v) -> str|None:
-    "The local path a parameter names (absolute, `./`, `~`; also in a backend spec such as `vllm:/models/x`), or None."
+    "The local path a parameter names (absolute, `./`, `~`; also in a backend spec such as `vllm:/models/x` or `vllm*8:/models/x`), or None."
     if not isinstance(v, str): return None
     kind, sep, rest = v.partition(':')
-    if sep and kind in ('transformers', 'vllm'): v = rest
+    if sep and kind.partition('*')[0] in ('transformers', 'vllm'): v = rest  # `vllm*N:` too (N engines)
     return v if v.startswith(('/', './', '../', '~')) else None
 
 # %% ../../nbs/33_pipeline.ipynb #89d0600d
@@ -720,7 +720,7 @@ def cluster_problems(studies:Sequence[Study], # the studies to run (their accele
     if len(gpus) < need: out.append(f"{need} GPUs needed (processes per node of {', '.join(sorted(configs))}), {len(gpus)} visible to this process")
     if gpus and gib > min(gpus): out.append(f"about {gib} GB per GPU planned (the largest training), the smallest GPU here has {min(gpus):.1f}")
     wants = {'deepspeed': any(c['distributed_type'] == 'DEEPSPEED' for c in configs.values()),
-             'vllm': any(generation_kind(a) == 'vllm' for a in configs) or any(t.startswith('vllm:') for p in raw for t in _strings(p))}
+             'vllm': any(generation_kind(a) == 'vllm' for a in configs) or any(re.match(r'vllm(\*\d+)?:', t) for p in raw for t in _strings(p))}
     for module in (m for m, wanted in wants.items() if wanted):
         if (e := import_error(module)): out.append(f"{module} does not import ({e}): install the gpu extra (docs/gpu-nodes.md)")
     servers = {}
