@@ -106,3 +106,13 @@ def test_a_two_node_config_is_checked_for_its_nodes_and_its_batch(paper_data, mo
         {'notebook': 'train_actor', 'params': {'task': 'backend', 'method': 'mtdpo'}, 'scales': {'paper': {'accelerate': two}}}]})
     text = '\n'.join(pipeline.check_setup([sweet], 'paper')['problems'])
     assert 'global batch 16' in text and 'differs from Table 5' in text, text
+
+
+def test_a_busy_main_port_does_not_fail_the_dry_run(monkeypatch):
+    "Nothing is launched when a config is checked: a port held on this machine (another test's process group, a login node) is no problem."
+    import accelerate.utils.launch as acc_launch
+    from sweet_rl.runs.launch import check_accelerate_config
+    monkeypatch.setattr(acc_launch, 'is_port_in_use', lambda port: True)  # every port looks taken
+    from sweet_rl.base.core import REPO_ROOT
+    two = check_accelerate_config(REPO_ROOT / 'configs/accelerate/deepspeed_zero3-2node.yaml')
+    assert (two['distributed_type'], two['zero_stage']) == ('DEEPSPEED', 3)

@@ -359,11 +359,14 @@ def launcher_env(config_file) -> dict:
     path = Path(config_file)
     if not path.is_file(): raise FileNotFoundError(f"{path}: no such accelerate config")
     args, defaults, mp_from_file = _validate_launch_command(launch_command_parser().parse_args(['--config_file', str(path), '-m', 'sweet_rl.runs.launch']))
-    if args.use_deepspeed:
-        args.deepspeed_fields_from_accelerate_config = ','.join([*defaults.deepspeed_config, *['mixed_precision'] * mp_from_file])
-        env = prepare_deepspeed_cmd_env(args)[1]
-    elif args.use_fsdp or args.multi_gpu: env = prepare_multi_gpu_env(args)
-    else: env = prepare_simple_launcher_cmd_env(args)[1]
+    # accelerate refuses a main port that something on this machine holds; nothing is launched here (a dry run on a
+    # login node, a test beside another process group), so that check belongs to the real launch, not to this one
+    with mock.patch('accelerate.utils.launch.is_port_in_use', return_value=False):
+        if args.use_deepspeed:
+            args.deepspeed_fields_from_accelerate_config = ','.join([*defaults.deepspeed_config, *['mixed_precision'] * mp_from_file])
+            env = prepare_deepspeed_cmd_env(args)[1]
+        elif args.use_fsdp or args.multi_gpu: env = prepare_multi_gpu_env(args)
+        else: env = prepare_simple_launcher_cmd_env(args)[1]
     return {k: v for k, v in env.items() if os.environ.get(k) != v}
 
 # %% ../../nbs/32_launch.ipynb #8cf7c452
